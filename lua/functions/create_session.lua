@@ -1,0 +1,17 @@
+--[[ redismem_create_session: record a session id; creating it again keeps it
+  (and its memory) as it was.
+  KEYS[1] sessions zset   rm:{<ns>}:sessions (score: creation time in ms)
+  ARGV[1] namespace  ARGV[2] session id
+  Reply: 1 when the session is new, 0 when it existed.
+  Errors: INVALID_ARGUMENT, INVALID_ID                                    ]]
+
+local function create_session(keys, args)
+  count_args(args, 2, 'namespace, session id')
+  local c = {ns = check_id('namespace', args[1])}
+  local sid = check_id('session id', args[2])
+  expect_keys(keys, 1)
+  local sessions_key = expect_key(keys, 1, SCHEMA.sessions(c))
+  return redis.call('ZADD', sessions_key, 'NX', int_string(now_ms()), sid)
+end
+
+register('redismem_create_session', create_session)

@@ -1,0 +1,66 @@
+--[[ redismem_list_keys: one ascending page of live key names of a scope.
+  KEYS[1] names zset   rm:{<ns>}:keys:<val|vec>:<scope>:<sid>
+  KEYS[2] expiry zset  rm:{<ns>}:exp:<val|vec>:<scope>:<sid>
+  ARGV[1] namespace  ARGV[2] scope  ARGV[3] scope id
+  ARGV[4] kind: value | vector   ARGV[5] prefix ('' = all)
+  ARGV[6] cursor ('' = from the start; else a next_cursor of this function)
+  ARGV[7] limit ('' = 100; 1..1000)
+  Reply: array; first the next cursor ('' when this is the last page), then
+         up to limit names. Expired names are skipped. A page may hold
+         fewer than limit names and still have a next cursor when many
+         expired names had to be skipped (at most 4 x limit are examined).
+  Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_KEY, INVALID_CURSOR       ]]
+
+local function list_keys(keys, args)
+  count_args(args, 7, 'namespace, scope, scope id, kind, prefix, cursor, limit')
+  local c = scope_args(args, 1)
+  local tag = kind_tag(args[4])
+  local prefix = args[5]
+  if prefix ~= '' then
+    check_key(prefix)
+  end
+  local after = parse_cursor(args[6])
+  local limit = parse_limit(args[7])
+  expect_keys(keys, 2)
+  local names_key = expect_key(keys, 1, SCHEMA.names(c, tag))
+  local expiry_key = expect_key(keys, 2, SCHEMA.expiry(c, tag))
+
+  local low = '-'
+  if prefix ~= '' then
+    low = '[' .. prefix
+  end
+  if after and (prefix == '' or after >= prefix) then
+    low = '(' .. after
+  end
+  -- no UTF-8 string contains the byte 0xff, so prefix .. 0xff bounds the prefix
+  local high = '+'
+  if prefix ~= '' then
+    high = '[' .. prefix .. '\255'
+  end
+
+  local now = now_ms()
+  local page, budget, last = {}, 4 * limit, nil
+  while budget > 0 do
+    local batch = redis.call('ZRANGEBYLEX', names_key, low, high, 'LIMIT', 0, math.min(budget, limit + 1))
+    if #batch == 0 then
+      return {'', unpack(page)}
+    end
+    for _, name in ipairs(batch) do
+      budget = budget - 1
+      if not is_expired(expiry_key, name, now) then
+        if #page == limit then
+          return {to_hex(page[#page]), unpack(page)}
+        end
+        page[#page + 1] = name
+      end
+      last = name
+      if budget == 0 then
+        break
+      end
+    end
+    low = '(' .. last
+  end
+  return {to_hex(last), unpack(page)}
+end
+
+register('redismem_list_keys', list_keys, true)

@@ -1,0 +1,17 @@
+--[[ limits: the bounds every function enforces. redismem/limits.py holds the
+  same numbers for the Python side; tests/test_lua_contract.py checks that
+  both agree.                                                             ]]
+
+local LIMITS = {
+  max_key_bytes = 512,
+  max_id_bytes = 128,
+  max_value_bytes = 1048576,          -- default; the namespace config may change it
+  max_value_bytes_ceiling = 67108864,
+  min_value_bytes_setting = 1024,
+  max_ttl_ms = 315360000000,          -- ten years
+  max_page_limit = 1000,
+  default_page_limit = 100,
+  max_batch = 1000,
+  max_revision = 9007199254740991,    -- 2^53 - 1: exact in a Lua number
+  feed_value_bytes = 65536,
+}

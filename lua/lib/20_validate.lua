@@ -1,0 +1,105 @@
+--[[ validate: names, scopes, keys, JSON values, TTLs, revisions, cursors.
+  Namespaces and scope ids: 1..max_id_bytes bytes, no ':', '{', '}',
+  whitespace or control characters. Keys: 1..max_key_bytes bytes, no
+  control characters.                                                    ]]
+
+local SCOPES = {session = true, actor = true, workflow = true, global = true}
+local KINDS = {value = 'val', vector = 'vec'}
+
+local function check_id(what, text)
+  if type(text) ~= 'string' or #text == 0 then
+    fail('INVALID_ID', what .. ' must not be empty')
+  end
+  if #text > LIMITS.max_id_bytes then
+    fail('INVALID_ID', what .. ' is longer than ' .. LIMITS.max_id_bytes .. ' bytes')
+  end
+  if string.find(text, '[:{}%s%c]') then
+    fail('INVALID_ID', what .. " must not contain ':', '{', '}', whitespace or control characters, got " .. show(text))
+  end
+  return text
+end
+
+local function check_key(text)
+  if type(text) ~= 'string' or #text == 0 then
+    fail('INVALID_KEY', 'key must not be empty')
+  end
+  if #text > LIMITS.max_key_bytes then
+    fail('INVALID_KEY', 'key is ' .. #text .. ' bytes, the limit is ' .. LIMITS.max_key_bytes)
+  end
+  if string.find(text, '%c') then
+    fail('INVALID_KEY', 'key must not contain control characters, got ' .. show(text))
+  end
+  return text
+end
+
+-- ARGV[first], ARGV[first+1], ARGV[first+2] = namespace, scope, scope id.
+local function scope_args(args, first)
+  local ns = check_id('namespace', args[first])
+  local scope = args[first + 1]
+  if not SCOPES[scope] then
+    fail('INVALID_ARGUMENT', 'scope must be session, actor, workflow or global, got ' .. show(scope))
+  end
+  local sid = check_id('scope id', args[first + 2])
+  if scope == 'global' and sid ~= '_' then
+    fail('INVALID_ID', "the global scope's id is '_', got " .. show(sid))
+  end
+  return {ns = ns, scope = scope, sid = sid}
+end
+
+local function kind_tag(kind)
+  local tag = KINDS[kind]
+  if not tag then
+    fail('INVALID_ARGUMENT', 'kind must be value or vector, got ' .. show(kind))
+  end
+  return tag
+end
+
+local function check_json(text, limit)
+  if #text > limit then
+    fail('VALUE_TOO_LARGE', 'value is ' .. #text .. ' bytes of JSON, the limit is ' .. limit)
+  end
+  local ok = pcall(cjson.decode, text)
+  if not ok or #text == 0 then
+    fail('INVALID_JSON', 'value is not valid JSON: ' .. show(text))
+  end
+  return text
+end
+
+-- '' means "no condition"; otherwise a non-negative integer revision.
+local function parse_expected(text)
+  if text == '' then
+    return nil
+  end
+  return parse_int('expected revision', text, 0, LIMITS.max_revision, 'INVALID_REVISION')
+end
+
+-- '' = no expiry, 'KEEPTTL' = keep the key's expiry, else milliseconds > 0.
+local function parse_ttl(text)
+  if text == '' or text == 'KEEPTTL' then
+    return text
+  end
+  return parse_int('ttl in milliseconds', text, 1, LIMITS.max_ttl_ms, 'INVALID_TTL')
+end
+
+local function parse_limit(text)
+  if text == '' then
+    return LIMITS.default_page_limit
+  end
+  return parse_int('limit', text, 1, LIMITS.max_page_limit, 'INVALID_ARGUMENT')
+end
+
+local function to_hex(text)
+  return (string.gsub(text, '.', function(c) return string.format('%02x', string.byte(c)) end))
+end
+
+-- A key cursor is the hex of the last key a page returned.
+local function parse_cursor(text)
+  if text == '' then
+    return nil
+  end
+  if #text % 2 ~= 0 or #text > 2 * LIMITS.max_key_bytes or string.find(text, '[^0-9a-f]') then
+    fail('INVALID_CURSOR', 'cursor is not one this library returned: ' .. show(text))
+  end
+  local key = string.gsub(text, '%x%x', function(h) return string.char(tonumber(h, 16)) end)
+  return key
+end

@@ -1,0 +1,31 @@
+--[[ keys: the key schema, used only to check that the KEYS a caller passed
+  are the ones the arguments name (functions never build a key to touch it).
+  redismem/keys.py builds the same names; tests check both agree.         ]]
+
+local function key_base(ns)
+  return 'rm:{' .. ns .. '}:'
+end
+
+local SCHEMA = {
+  value = function(c, key) return key_base(c.ns) .. 'val:' .. c.scope .. ':' .. c.sid .. ':' .. key end,
+  names = function(c, tag) return key_base(c.ns) .. 'keys:' .. tag .. ':' .. c.scope .. ':' .. c.sid end,
+  expiry = function(c, tag) return key_base(c.ns) .. 'exp:' .. tag .. ':' .. c.scope .. ':' .. c.sid end,
+  revisions = function(c, tag) return key_base(c.ns) .. 'rev:' .. tag .. ':' .. c.scope .. ':' .. c.sid end,
+  feed = function(c) return key_base(c.ns) .. 'feed' end,
+  sequence = function(c) return key_base(c.ns) .. 'seq' end,
+  config = function(c) return key_base(c.ns) .. 'cfg' end,
+  sessions = function(c) return key_base(c.ns) .. 'sessions' end,
+}
+
+local function expect_keys(keys, count)
+  if #keys ~= count then
+    fail('INVALID_ARGUMENT', 'expected ' .. count .. ' keys, got ' .. #keys)
+  end
+end
+
+local function expect_key(keys, slot, wanted)
+  if keys[slot] ~= wanted then
+    fail('INVALID_ARGUMENT', 'KEYS[' .. slot .. '] must be ' .. show(wanted) .. ', got ' .. show(keys[slot]))
+  end
+  return wanted
+end

@@ -1,0 +1,147 @@
+"""Argument checks on the Python side, mirroring ``lua/lib/20_validate.lua``.
+
+Each check raises the same exception class the Lua function's error code maps
+to, so a caller sees one error whichever side caught the problem first.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from . import limits
+from .errors import (
+    InvalidArgumentError,
+    InvalidCursorError,
+    InvalidIdError,
+    InvalidKeyError,
+    InvalidRevisionError,
+    InvalidTTLError,
+    InvalidValueError,
+    ValueTooLargeError,
+)
+
+SCOPES = ("session", "actor", "workflow", "global")
+GLOBAL_ID = "_"
+_BAD_ID = re.compile(r"[:{}\s\x00-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CURSOR = re.compile(r"(?:[0-9a-f]{2})+")
+
+
+def _show(text: str) -> str:
+    return repr(text if len(text) <= 80 else text[:77] + "...")
+
+
+def check_id(what: str, text: object) -> str:
+    """Return ``text`` if it is a valid namespace, scope id or principal."""
+    if not isinstance(text, str) or not text:
+        raise InvalidIdError(f"{what} must be a non-empty string, got {text!r}")
+    if len(text.encode()) > limits.MAX_ID_BYTES:
+        raise InvalidIdError(f"{what} is longer than {limits.MAX_ID_BYTES} bytes")
+    if _BAD_ID.search(text):
+        raise InvalidIdError(
+            f"{what} must not contain ':', '{{', '}}', whitespace or control characters, "
+            f"got {_show(text)}"
+        )
+    return text
+
+
+def check_key(key: object) -> str:
+    """Return ``key`` if it is a valid key: 1..512 bytes, no control characters."""
+    if not isinstance(key, str) or not key:
+        raise InvalidKeyError(f"key must be a non-empty string, got {key!r}")
+    size = len(key.encode())
+    if size > limits.MAX_KEY_BYTES:
+        raise InvalidKeyError(f"key is {size} bytes, the limit is {limits.MAX_KEY_BYTES}")
+    if _CONTROL.search(key):
+        raise InvalidKeyError(f"key must not contain control characters, got {_show(key)}")
+    return key
+
+
+def check_scope(scope: str, sid: str) -> None:
+    """Check a scope kind and its id."""
+    if scope not in SCOPES:
+        raise InvalidArgumentError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
+    check_id("scope id", sid)
+    if scope == "global" and sid != GLOBAL_ID:
+        raise InvalidIdError(f"the global scope's id is '_', got {sid!r}")
+
+
+def canonical_json(value: Any, max_bytes: int) -> str:
+    """Encode ``value`` as canonical JSON (sorted keys, no spaces, UTF-8).
+
+    Raises:
+        InvalidValueError: the value is not JSON-serialisable (NaN included).
+        ValueTooLargeError: the encoding exceeds ``max_bytes``.
+    """
+    try:
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                          allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidValueError(f"value is not JSON-serialisable: {exc}") from None
+    size = len(text.encode())
+    if size > max_bytes:
+        raise ValueTooLargeError(f"value is {size} bytes of JSON, the limit is {max_bytes}")
+    return text
+
+
+def expected_arg(expected: object) -> str:
+    """The Lua argument for an expected revision (None = no condition)."""
+    if expected is None:
+        return ""
+    if isinstance(expected, bool) or not isinstance(expected, int):
+        raise InvalidRevisionError(f"expected revision must be an integer, got {expected!r}")
+    if not 0 <= expected <= limits.MAX_REVISION:
+        raise InvalidRevisionError(f"expected revision must be >= 0, got {expected}")
+    return str(expected)
+
+
+def ttl_arg(ttl_seconds: object) -> str:
+    """The Lua argument for a TTL in seconds (None = no expiry)."""
+    if ttl_seconds is None:
+        return ""
+    if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int | float):
+        raise InvalidTTLError(f"ttl_seconds must be a number, got {ttl_seconds!r}")
+    if not math.isfinite(ttl_seconds) or ttl_seconds <= 0:
+        raise InvalidTTLError(f"ttl_seconds must be positive, got {ttl_seconds!r}")
+    ms = math.ceil(ttl_seconds * 1000)
+    if ms > limits.MAX_TTL_MS:
+        raise InvalidTTLError(f"ttl_seconds must be at most {limits.MAX_TTL_MS // 1000}")
+    return str(ms)
+
+
+def limit_arg(limit: object) -> str:
+    """The Lua argument for a page size (None = the default, 100)."""
+    if limit is None:
+        return ""
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise InvalidArgumentError(f"limit must be an integer, got {limit!r}")
+    if not 1 <= limit <= limits.MAX_PAGE_LIMIT:
+        raise InvalidArgumentError(f"limit must be between 1 and {limits.MAX_PAGE_LIMIT}, got {limit}")
+    return str(limit)
+
+
+def cursor_arg(cursor: object) -> str:
+    """The Lua argument for a key cursor (None = from the start)."""
+    if cursor is None:
+        return ""
+    if not isinstance(cursor, str) or not _CURSOR.fullmatch(cursor) or (
+        len(cursor) > 2 * limits.MAX_KEY_BYTES
+    ):
+        raise InvalidCursorError(f"cursor is not one redismem returned: {cursor!r}")
+    return cursor
+
+
+def prefix_arg(prefix: object) -> str:
+    """The Lua argument for a key prefix (None = all keys)."""
+    if prefix is None or prefix == "":
+        return ""
+    return check_key(prefix)
+
+
+def batch_size(count: int) -> None:
+    """Check the number of items of one batch call."""
+    if count > limits.MAX_BATCH:
+        raise InvalidArgumentError(f"at most {limits.MAX_BATCH} items per call, got {count}")

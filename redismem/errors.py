@@ -1,0 +1,125 @@
+"""Exceptions. Each error code a Lua function can reply with maps to exactly
+one class here (:data:`BY_CODE`); validation errors are also ``ValueError``."""
+
+from __future__ import annotations
+
+import re
+
+
+class RedisMemError(Exception):
+    """Base class of every redismem error; ``code`` is the snake_case error code."""
+
+    code = "redismem_error"
+
+
+class InvalidArgumentError(RedisMemError, ValueError):
+    """An argument is out of bounds or malformed; nothing was changed."""
+
+    code = "invalid_argument"
+
+
+class InvalidIdError(InvalidArgumentError):
+    """A namespace, scope id or principal is empty, too long or has ``:{}`` or space."""
+
+    code = "invalid_id"
+
+
+class InvalidKeyError(InvalidArgumentError):
+    """A key is empty, longer than 512 bytes or holds control characters."""
+
+    code = "invalid_key"
+
+
+class InvalidValueError(InvalidArgumentError):
+    """A value is not JSON-serialisable (Python) or not valid JSON (Lua)."""
+
+    code = "invalid_json"
+
+
+class ValueTooLargeError(InvalidArgumentError):
+    """A value's canonical JSON exceeds the namespace's ``max_value_bytes``."""
+
+    code = "value_too_large"
+
+
+class InvalidTTLError(InvalidArgumentError):
+    """A TTL is not a positive number of seconds within ten years."""
+
+    code = "invalid_ttl"
+
+
+class InvalidRevisionError(InvalidArgumentError):
+    """An expected revision is not a non-negative integer."""
+
+    code = "invalid_revision"
+
+
+class InvalidCursorError(InvalidArgumentError):
+    """A cursor was not produced by redismem for this listing."""
+
+    code = "invalid_cursor"
+
+
+class ConflictError(RedisMemError):
+    """An expected revision did not match the stored one; nothing was changed.
+
+    Attributes:
+        key: the key whose revision differed.
+        expected: the revision the caller expected.
+        actual: the revision stored (0 when the key is absent).
+    """
+
+    code = "revision_conflict"
+
+    def __init__(self, message: str, *, key: str | None = None, expected: int = -1,
+                 actual: int = -1) -> None:
+        super().__init__(message)
+        self.key = key
+        self.expected = expected
+        self.actual = actual
+
+
+class LibraryVersionError(RedisMemError):
+    """The server holds a newer redismem Lua library than this package ships."""
+
+    code = "library_version"
+
+
+class ServerNotFoundError(RedisMemError):
+    """No ``redis-server`` binary could be found for the embedded server."""
+
+    code = "server_not_found"
+
+
+class ServerStartError(RedisMemError):
+    """The embedded server did not start; the message quotes its log."""
+
+    code = "server_start"
+
+
+BY_CODE: dict[str, type[RedisMemError]] = {
+    "INVALID_ARGUMENT": InvalidArgumentError,
+    "INVALID_ID": InvalidIdError,
+    "INVALID_KEY": InvalidKeyError,
+    "INVALID_JSON": InvalidValueError,
+    "VALUE_TOO_LARGE": ValueTooLargeError,
+    "INVALID_TTL": InvalidTTLError,
+    "INVALID_REVISION": InvalidRevisionError,
+    "INVALID_CURSOR": InvalidCursorError,
+    "REVISION_CONFLICT": ConflictError,
+}
+
+_CONFLICT = re.compile(r"expected (\d+) actual (\d+)")
+
+
+def from_reply(text: str, *, key: str | None = None) -> RedisMemError | None:
+    """The exception for a Lua error reply ``CODE message``, or None if not ours."""
+    code, _, message = text.partition(" ")
+    cls = BY_CODE.get(code)
+    if cls is None:
+        return None
+    if cls is ConflictError:
+        found = _CONFLICT.search(message)
+        expected, actual = (int(found[1]), int(found[2])) if found else (-1, -1)
+        return ConflictError(message, key=key, expected=expected, actual=actual)
+    return cls(message)

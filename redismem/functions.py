@@ -1,0 +1,198 @@
+"""The Lua library: assemble it, load and version it, and call it.
+
+The library is ``header.lua`` + ``lib/*.lua`` + ``functions/*.lua`` joined in
+that order (files in name order) into one ``#!lua name=redismem`` library.
+:class:`Functions` has one typed method per registered function and maps
+``CODE message`` error replies to the exception classes of :mod:`.errors`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from redis.asyncio import Redis
+from redis.exceptions import ResponseError
+
+from .errors import LibraryVersionError, RedisMemError, from_reply
+
+LIBRARY_NAME = "redismem"
+_REGISTER = re.compile(r"^register\('(redismem_\w+)'", re.MULTILINE)
+_VERSION = re.compile(r"^local LIBRARY_VERSION = (\d+)$", re.MULTILINE)
+
+
+def lua_dir() -> Path:
+    """The directory holding the Lua sources: inside the installed package, or
+    the repository's ``lua/`` for a source checkout or editable install."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "lua", here.parent / "lua"):
+        if (candidate / "header.lua").is_file():
+            return candidate
+    raise FileNotFoundError(f"redismem's Lua sources are missing (looked in {here / 'lua'})")
+
+
+@dataclass(frozen=True)
+class LibrarySource:
+    """The assembled library and what it registers."""
+
+    code: str
+    version: int
+    function_names: tuple[str, ...]
+
+
+def assemble(directory: Path) -> LibrarySource:
+    """Join the Lua files of ``directory`` into one library.
+
+    Raises:
+        FileNotFoundError: the header, lib/ or functions/ is missing or empty.
+        ValueError: a function is registered twice, or the version is missing.
+    """
+    header = directory / "header.lua"
+    parts = [header.read_text(encoding="utf-8")]
+    functions: list[str] = []
+    for sub in ("lib", "functions"):
+        files = sorted((directory / sub).glob("*.lua"))
+        if not files:
+            raise FileNotFoundError(f"no Lua files in {directory / sub}")
+        for path in files:
+            text = path.read_text(encoding="utf-8")
+            parts.append(f"-- {sub}/{path.name}\n{text}")
+            functions.extend(_REGISTER.findall(text))
+    duplicated = sorted({name for name in functions if functions.count(name) > 1})
+    if duplicated:
+        raise ValueError(f"Lua functions registered more than once: {', '.join(duplicated)}")
+    code = "\n".join(parts)
+    found = _VERSION.search(code)
+    if found is None:
+        raise ValueError("functions/version.lua does not set LIBRARY_VERSION")
+    return LibrarySource(code, int(found[1]), tuple(functions))
+
+
+@cache
+def bundled() -> LibrarySource:
+    """The library shipped with this package."""
+    return assemble(lua_dir())
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """What :func:`ensure_library` did: ``previous`` is None when none was loaded."""
+
+    action: Literal["loaded", "replaced", "unchanged"]
+    previous: int | None
+    version: int
+
+
+async def server_version(client: Redis) -> int | None:
+    """The version of the redismem library loaded on the server, or None."""
+    listed = await cast(Awaitable[list[Any]], client.function_list(library=LIBRARY_NAME))
+    if not listed:
+        return None
+    try:
+        return int(await cast(Awaitable[Any], client.fcall_ro("redismem_version", 0)))
+    except ResponseError:
+        return 0  # a library without a working version function is older than any
+
+
+async def ensure_library(client: Redis, *, force: bool = False) -> LoadResult:
+    """Load the bundled library when the server lacks it or holds an older one.
+
+    Args:
+        client: the connection.
+        force: replace the server's library even when it is newer.
+
+    Raises:
+        LibraryVersionError: the server's library is newer (and not ``force``).
+    """
+    source = bundled()
+    previous = await server_version(client)
+    if previous == source.version and not force:
+        return LoadResult("unchanged", previous, source.version)
+    if previous is not None and previous > source.version and not force:
+        raise LibraryVersionError(
+            f"the server runs redismem Lua library version {previous}, newer than this "
+            f"package's {source.version}; upgrade redismem instead of downgrading the library"
+        )
+    try:
+        await cast(Awaitable[Any], client.function_load(source.code, replace=previous is not None))
+    except ResponseError as exc:
+        if "already exists" not in str(exc):
+            raise
+        # another process loaded it between our check and our load: check again
+        return await ensure_library(client, force=force)
+    return LoadResult("loaded" if previous is None else "replaced", previous, source.version)
+
+
+def _raise_mapped(exc: ResponseError, key: str | None = None) -> RedisMemError:
+    mapped = from_reply(str(exc), key=key)
+    if mapped is None:
+        raise exc
+    return mapped
+
+
+class Functions:
+    """One typed method per Lua function of the library."""
+
+    def __init__(self, client: Redis) -> None:
+        self._client = client
+
+    async def _call(self, name: str, keys: Sequence[str], args: Sequence[str | bytes | int],
+                    *, read_only: bool = False, key: str | None = None) -> Any:
+        call = self._client.fcall_ro if read_only else self._client.fcall
+        try:
+            return await cast(Awaitable[Any], call(name, len(keys), *keys, *args))
+        except ResponseError as exc:
+            raise _raise_mapped(exc, key) from None
+
+    async def version(self) -> int:
+        """``redismem_version``."""
+        return int(await self._call("redismem_version", (), (), read_only=True))
+
+    async def set_values(self, keys: Sequence[str], ns: str, scope: str, sid: str, ttl: str,
+                         principal: str, items: Sequence[tuple[str, str, str]]) -> list[int]:
+        """``redismem_set_values``; ``items`` are (key, json, expected) triples."""
+        args: list[str | bytes | int] = [ns, scope, sid, ttl, principal]
+        for item in items:
+            args.extend(item)
+        only = items[0][0] if len(items) == 1 else None
+        reply = await self._call("redismem_set_values", keys, args, key=only)
+        return [int(revision) for revision in reply]
+
+    async def get_values(self, keys: Sequence[str], ns: str, scope: str, sid: str,
+                         names: Sequence[str]) -> list[tuple[bytes | None, int]]:
+        """``redismem_get_values``: (json or None, revision) per name."""
+        reply = await self._call("redismem_get_values", keys, [ns, scope, sid, *names],
+                                 read_only=True)
+        return [(reply[i], int(reply[i + 1])) for i in range(0, len(reply), 2)]
+
+    async def delete_value(self, keys: Sequence[str], ns: str, scope: str, sid: str, key: str,
+                           expected: str, principal: str) -> bool:
+        """``redismem_delete_value``."""
+        reply = await self._call("redismem_delete_value", keys,
+                                 [ns, scope, sid, key, expected, principal], key=key)
+        return bool(reply)
+
+    async def list_keys(self, keys: Sequence[str], ns: str, scope: str, sid: str, kind: str,
+                        prefix: str, cursor: str, limit: str) -> tuple[str | None, list[str]]:
+        """``redismem_list_keys``: (next cursor or None, names)."""
+        reply = await self._call("redismem_list_keys", keys,
+                                 [ns, scope, sid, kind, prefix, cursor, limit], read_only=True)
+        next_cursor = reply[0].decode()
+        return (next_cursor or None), [name.decode() for name in reply[1:]]
+
+    async def create_session(self, keys: Sequence[str], ns: str, session_id: str) -> bool:
+        """``redismem_create_session``: True when the session is new."""
+        return bool(await self._call("redismem_create_session", keys, [ns, session_id]))
+
+    async def set_config(self, keys: Sequence[str], ns: str, field: str, value: int) -> int:
+        """``redismem_set_config``."""
+        return int(await self._call("redismem_set_config", keys, [ns, field, str(value)]))
+
+    async def get_config(self, keys: Sequence[str], ns: str) -> dict[str, int]:
+        """``redismem_get_config``."""
+        reply = await self._call("redismem_get_config", keys, [ns], read_only=True)
+        return {reply[i].decode(): int(reply[i + 1]) for i in range(0, len(reply), 2)}

@@ -1,0 +1,19 @@
+"""Bounds enforced on the Python side; ``lua/lib/10_limits.lua`` enforces the
+same numbers inside Redis (a test checks both agree)."""
+
+from __future__ import annotations
+
+MAX_KEY_BYTES = 512
+MAX_ID_BYTES = 128
+MAX_VALUE_BYTES = 1_048_576
+"""Default largest value, as canonical JSON; a namespace setting may change it."""
+MAX_VALUE_BYTES_CEILING = 67_108_864
+MIN_VALUE_BYTES_SETTING = 1024
+MAX_TTL_MS = 315_360_000_000
+"""Ten years."""
+MAX_PAGE_LIMIT = 1000
+DEFAULT_PAGE_LIMIT = 100
+MAX_BATCH = 1000
+MAX_REVISION = 2**53 - 1
+FEED_VALUE_BYTES = 65_536
+"""A feed event carries the value when its canonical JSON is at most this long."""

@@ -1,0 +1,298 @@
+"""Memory: one namespace on one server, scope selection, session and workflow
+contexts, and :func:`connect`."""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import os
+import re
+import socket
+import uuid
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar, Token
+from types import TracebackType
+from typing import Any, cast
+
+from redis.asyncio import Redis
+
+from . import _validate as check
+from . import keys as K
+from . import server
+from ._connection import Connection
+from .functions import Functions, ensure_library
+from .scope import MemoryScope
+from .types import Capabilities, MemoryValue
+
+_active_session: ContextVar[str | None] = ContextVar("redismem_session", default=None)
+_active_workflow: ContextVar[str | None] = ContextVar("redismem_workflow", default=None)
+MEMORY_URL = "memory://"
+
+
+class _ScopeContext:
+    """Selects the active session or workflow for a block (``with`` or ``async with``)."""
+
+    def __init__(self, var: ContextVar[str | None], what: str, value: str) -> None:
+        self._var = var
+        self._value = check.check_id(what, value)
+        self._token: Token[str | None] | None = None
+
+    def __enter__(self) -> str:
+        self._token = self._var.set(self._value)
+        return self._value
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._token is not None
+        self._var.reset(self._token)
+        self._token = None
+
+    async def __aenter__(self) -> str:
+        return self.__enter__()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.__exit__()
+
+
+def session_scope(session_id: str) -> _ScopeContext:
+    """Make ``session_id`` the active session for a block: ``Memory.session()``
+    without an id and ``Memory.default()`` then use it."""
+    return _ScopeContext(_active_session, "session id", session_id)
+
+
+def workflow_scope(root_id: str) -> _ScopeContext:
+    """Make ``root_id`` the active workflow for a block."""
+    return _ScopeContext(_active_workflow, "workflow root id", root_id)
+
+
+def current_session() -> str | None:
+    """The active session id, if any."""
+    return _active_session.get()
+
+
+def current_workflow() -> str | None:
+    """The active workflow root id, if any."""
+    return _active_workflow.get()
+
+
+def default_principal() -> str:
+    """``REDISMEM_PRINCIPAL``, else ``user@host`` with unusable characters replaced."""
+    named = os.environ.get("REDISMEM_PRINCIPAL")
+    if named:
+        return named
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "user"
+    name = f"{user}@{socket.gethostname()}"
+    return re.sub(r"[:{}\s\x00-\x1f\x7f]", "-", name)[:128]
+
+
+class Memory:
+    """Shared memory of one namespace. Create it with :func:`connect`.
+
+    Attributes:
+        namespace: the namespace all scopes of this object live in.
+        principal: who writes; recorded on every value and change event.
+        capabilities: what the server offers (search module or not).
+    """
+
+    def __init__(self, connection: Connection, capabilities: Capabilities) -> None:
+        self._conn = connection
+        self.capabilities = capabilities
+        self._closed = False
+
+    @property
+    def namespace(self) -> str:
+        return self._conn.namespace
+
+    @property
+    def principal(self) -> str:
+        return self._conn.principal
+
+    @property
+    def client(self) -> Redis:
+        """The underlying redis-py client (for inspection; writes go through scopes)."""
+        return self._conn.client
+
+    def __repr__(self) -> str:
+        return f"Memory(namespace={self.namespace!r}, principal={self.principal!r})"
+
+    # scopes
+
+    def session(self, session_id: str | None = None) -> MemoryScope:
+        """The scope of ``session_id``, else of the active session.
+
+        Raises:
+            ValueError: no id given and no session active.
+        """
+        sid = session_id if session_id is not None else _active_session.get()
+        if sid is None:
+            raise ValueError("a session id is needed: pass session_id or enter session_scope()")
+        return MemoryScope(self._conn, "session", sid)
+
+    def actor(self, actor_id: str | None = None) -> MemoryScope:
+        """The scope of ``actor_id``, by default this connection's principal."""
+        return MemoryScope(self._conn, "actor", actor_id if actor_id is not None else self.principal)
+
+    def workflow(self, root_id: str | None = None) -> MemoryScope:
+        """The scope of the workflow ``root_id``, else of the active workflow.
+
+        Raises:
+            ValueError: no id given and no workflow active.
+        """
+        rid = root_id if root_id is not None else _active_workflow.get()
+        if rid is None:
+            raise ValueError("a workflow root id is needed: pass root_id or enter workflow_scope()")
+        return MemoryScope(self._conn, "workflow", rid)
+
+    def global_scope(self) -> MemoryScope:
+        """The namespace-wide scope."""
+        return MemoryScope(self._conn, "global", check.GLOBAL_ID)
+
+    def default(self) -> MemoryScope:
+        """The active session's scope, else the active workflow's, else global."""
+        if _active_session.get() is not None:
+            return self.session()
+        if _active_workflow.get() is not None:
+            return self.workflow()
+        return self.global_scope()
+
+    # convenience on default()
+
+    async def get(self, key: str) -> MemoryValue:
+        """``default().get(key)``."""
+        return await self.default().get(key)
+
+    async def set(self, key: str, value: Any, *, expected_revision: int | None = None,
+                  ttl_seconds: float | None = None) -> int:
+        """``default().set(...)``."""
+        return await self.default().set(key, value, expected_revision=expected_revision,
+                                        ttl_seconds=ttl_seconds)
+
+    async def update(self, key: str, fn: Callable[[Any], Any | Awaitable[Any]], *,
+                     attempts: int = 10) -> Any:
+        """``default().update(...)``."""
+        return await self.default().update(key, fn, attempts=attempts)
+
+    async def delete(self, key: str, *, expected_revision: int | None = None) -> bool:
+        """``default().delete(...)``."""
+        return await self.default().delete(key, expected_revision=expected_revision)
+
+    async def create_session(self, session_id: str | None = None) -> str:
+        """Register a session and return its id (a new random one by default).
+        Creating an existing id again keeps it and its memory."""
+        sid = check.check_id("session id", session_id or uuid.uuid4().hex)
+        await self._conn.functions.create_session([K.sessions(self.namespace)], self.namespace,
+                                                  sid)
+        return sid
+
+    # settings
+
+    async def settings(self) -> dict[str, int]:
+        """The namespace settings, defaults filled in."""
+        got = await self._conn.functions.get_config([K.config(self.namespace)], self.namespace)
+        self._conn.settings = got
+        return dict(got)
+
+    async def configure(self, **settings: int) -> dict[str, int]:
+        """Change namespace settings, e.g. ``max_value_bytes=4096``.
+
+        Raises:
+            InvalidArgumentError: unknown setting or value out of bounds.
+        """
+        for field, value in settings.items():
+            await self._conn.functions.set_config([K.config(self.namespace)], self.namespace,
+                                                  field, value)
+        return await self.settings()
+
+    # lifecycle
+
+    async def close(self) -> None:
+        """Close the connection; calling it again does nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._conn.client.aclose()
+
+    async def __aenter__(self) -> Memory:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.close()
+
+
+def _memory_client() -> Redis:
+    import fakeredis
+
+    return cast(Redis, fakeredis.FakeAsyncRedis(server=fakeredis.FakeServer()))
+
+
+async def resolve_url(url: str | None) -> str:
+    """``url``, else ``REDISMEM_URL``, else the embedded server's (started if needed)."""
+    if url:
+        return url
+    env = os.environ.get("REDISMEM_URL")
+    if env:
+        return env
+    return await asyncio.to_thread(server.ensure_running)
+
+
+async def open_client(url: str) -> Redis:
+    """A redis-py client for ``url`` (``memory://`` = in-process fakeredis)."""
+    if url.startswith(MEMORY_URL):
+        return _memory_client()
+    return cast(Redis, Redis.from_url(url))
+
+
+async def detect_capabilities(client: Redis, backend: str, library_version: int) -> Capabilities:
+    """What the server offers: its version and whether search/JSON modules are loaded."""
+    modules: set[str] = set()
+    if backend == "memory":
+        import fakeredis
+
+        version = f"fakeredis {fakeredis.__version__}"
+    else:
+        info = await client.info("server")
+        version = str(info.get("redis_version", ""))
+        for module in await cast(Awaitable[list[dict[bytes, Any]]], client.module_list()):
+            name = module.get(b"name", b"")
+            modules.add(name.decode().lower() if isinstance(name, bytes) else str(name).lower())
+    return Capabilities(
+        backend="memory" if backend == "memory" else "redis",
+        server_version=version,
+        search="search" in modules or "ft" in modules,
+        json="rejson" in modules or "json" in modules,
+        library_version=library_version,
+    )
+
+
+async def connect(url: str | None = None, *, namespace: str = "default",
+                  principal: str | None = None) -> Memory:
+    """Connect to redismem memory.
+
+    Args:
+        url: ``redis://``, ``rediss://``, ``unix://`` or ``memory://``; default
+            ``REDISMEM_URL``, else the embedded server (started if needed).
+        namespace: the namespace to work in.
+        principal: who writes; default ``REDISMEM_PRINCIPAL`` or ``user@host``.
+
+    Raises:
+        InvalidIdError: the namespace or principal is not a valid id.
+        LibraryVersionError: the server holds a newer Lua library.
+        ServerNotFoundError: no URL and no embedded server binary.
+    """
+    check.check_id("namespace", namespace)
+    who = check.check_id("principal", principal if principal is not None else default_principal())
+    resolved = await resolve_url(url)
+    client = await open_client(resolved)
+    try:
+        loaded = await ensure_library(client)
+        backend = "memory" if resolved.startswith(MEMORY_URL) else "redis"
+        capabilities = await detect_capabilities(client, backend, loaded.version)
+        memory = Memory(Connection(client, Functions(client), namespace, who), capabilities)
+        await memory.settings()
+    except BaseException:
+        await client.aclose()
+        raise
+    return memory

@@ -1,0 +1,207 @@
+"""MemoryScope: revisioned values of one scope (session, actor, workflow or global)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import random
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
+
+from . import _validate as check
+from . import keys as K
+from ._connection import Connection
+from .errors import ConflictError
+from .types import KeyKind, KeyPage, MemoryValue, ScopeKind
+
+_BACKOFF_CAP = 0.05
+
+
+class MemoryScope:
+    """The values of one scope. Every write is one atomic Lua function call that
+    also appends its change event to the namespace feed.
+
+    Attributes:
+        scope: ``session``, ``actor``, ``workflow`` or ``global``.
+        scope_id: the id of the session, actor or workflow root (``_`` for global).
+    """
+
+    def __init__(self, connection: Connection, scope: ScopeKind, scope_id: str) -> None:
+        check.check_scope(scope, scope_id)
+        self._conn = connection
+        self.scope: ScopeKind = scope
+        self.scope_id = scope_id
+
+    def __repr__(self) -> str:
+        return f"MemoryScope({self.scope!r}, {self.scope_id!r}, namespace={self._conn.namespace!r})"
+
+    def _value_key(self, key: str) -> str:
+        return K.value(self._conn.namespace, self.scope, self.scope_id, key)
+
+    def _scope_args(self) -> tuple[str, str, str]:
+        return self._conn.namespace, self.scope, self.scope_id
+
+    def _write_keys(self, names: Iterable[str]) -> list[str]:
+        ns, scope, sid = self._scope_args()
+        return [K.names(ns, "value", scope, sid), K.expiry(ns, "value", scope, sid),
+                K.revisions(ns, "value", scope, sid), K.feed(ns), K.sequence(ns), K.config(ns),
+                *(self._value_key(name) for name in names)]
+
+    async def get(self, key: str) -> MemoryValue:
+        """Read ``key``; a missing or expired key is ``MemoryValue(None, 0, False)``.
+
+        Raises:
+            InvalidKeyError: the key is empty, too long or has control characters.
+        """
+        return (await self.get_many([key]))[key]
+
+    async def get_many(self, keys: Iterable[str]) -> dict[str, MemoryValue]:
+        """Read several keys in one call; the result has one entry per distinct key.
+
+        Raises:
+            InvalidKeyError: a key is invalid.
+            InvalidArgumentError: more than 1,000 keys.
+        """
+        names = list(dict.fromkeys(check.check_key(key) for key in keys))
+        if not names:
+            return {}
+        check.batch_size(len(names))
+        ns, scope, sid = self._scope_args()
+        found = await self._conn.functions.get_values(
+            [self._value_key(name) for name in names], ns, scope, sid, names)
+        return {
+            name: MemoryValue(json.loads(raw), revision, True) if raw is not None
+            else MemoryValue(None, 0, False)
+            for name, (raw, revision) in zip(names, found, strict=True)
+        }
+
+    async def set(self, key: str, value: Any, *, expected_revision: int | None = None,
+                  ttl_seconds: float | None = None) -> int:
+        """Write ``value`` (anything JSON-serialisable) and return its new revision.
+
+        Args:
+            key: the key, 1..512 bytes.
+            value: the value, at most the namespace's ``max_value_bytes`` as JSON.
+            expected_revision: write only if the stored revision is this one
+                (0 = only when absent); None writes unconditionally.
+            ttl_seconds: expire the key after this many seconds; None = never.
+
+        Raises:
+            ConflictError: the stored revision is not ``expected_revision``.
+            InvalidArgumentError: (or a subclass) a bound is violated.
+        """
+        check.check_key(key)
+        item = (key, check.canonical_json(value, self._conn.max_value_bytes),
+                check.expected_arg(expected_revision))
+        return (await self._set_items([item], check.ttl_arg(ttl_seconds)))[0]
+
+    async def set_many(self, mapping: Mapping[str, Any], *,
+                       ttl_seconds: float | None = None) -> dict[str, int]:
+        """Write several values atomically (all or none); returns key -> revision.
+
+        Raises:
+            InvalidArgumentError: (or a subclass) a bound is violated, or more
+                than 1,000 items.
+        """
+        check.batch_size(len(mapping))
+        items = [(check.check_key(key), check.canonical_json(value, self._conn.max_value_bytes), "")
+                 for key, value in mapping.items()]
+        if not items:
+            return {}
+        revisions = await self._set_items(items, check.ttl_arg(ttl_seconds))
+        return dict(zip(mapping, revisions, strict=True))
+
+    async def _set_items(self, items: list[tuple[str, str, str]], ttl: str) -> list[int]:
+        ns, scope, sid = self._scope_args()
+        return await self._conn.functions.set_values(
+            self._write_keys(item[0] for item in items), ns, scope, sid, ttl,
+            self._conn.principal, items)
+
+    async def delete(self, key: str, *, expected_revision: int | None = None) -> bool:
+        """Delete ``key``; False when it did not exist.
+
+        Raises:
+            ConflictError: the stored revision is not ``expected_revision``.
+        """
+        check.check_key(key)
+        expected = check.expected_arg(expected_revision)
+        ns, scope, sid = self._scope_args()
+        keys = [self._value_key(key), K.names(ns, "value", scope, sid),
+                K.expiry(ns, "value", scope, sid), K.revisions(ns, "value", scope, sid),
+                K.feed(ns), K.sequence(ns)]
+        return await self._conn.functions.delete_value(keys, ns, scope, sid, key, expected,
+                                                       self._conn.principal)
+
+    async def update(self, key: str, fn: Callable[[Any], Any | Awaitable[Any]], *,
+                     attempts: int = 10) -> Any:
+        """Read ``key``, apply ``fn`` to its value (None when absent) and write the
+        result only if nobody wrote in between; retry on conflict with jittered
+        backoff. The key keeps its expiry. ``fn`` may be sync or async.
+
+        Returns:
+            The value written.
+
+        Raises:
+            ConflictError: every one of ``attempts`` tries met a concurrent write.
+        """
+        if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+            raise ValueError(f"attempts must be a positive integer, got {attempts!r}")
+        check.check_key(key)
+        for attempt in range(attempts):
+            current = await self.get(key)
+            new = fn(current.value)
+            if inspect.isawaitable(new):
+                new = await new
+            item = (key, check.canonical_json(new, self._conn.max_value_bytes),
+                    str(current.revision))
+            try:
+                await self._set_items([item], "KEEPTTL")
+            except ConflictError as exc:
+                if attempt == attempts - 1:
+                    raise ConflictError(
+                        f"update of {key!r} met a concurrent write on each of {attempts} attempts",
+                        key=key, expected=exc.expected, actual=exc.actual) from exc
+                await asyncio.sleep(random.uniform(0, min(_BACKOFF_CAP, 0.001 * 2**attempt)))
+                continue
+            return new
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def keys(self, prefix: str | None = None, cursor: str | None = None,
+                   limit: int | None = None, kind: KeyKind = "value") -> KeyPage:
+        """One ascending page of live key names.
+
+        Args:
+            prefix: only names starting with this.
+            cursor: the ``next_cursor`` of the previous page; None = first page.
+            limit: page size, 1..1000 (default 100).
+            kind: ``value`` or ``vector`` keys.
+
+        Raises:
+            InvalidCursorError: the cursor is not one redismem returned.
+        """
+        if kind not in ("value", "vector"):
+            raise check.InvalidArgumentError(f"kind must be 'value' or 'vector', got {kind!r}")
+        ns, scope, sid = self._scope_args()
+        next_cursor, names = await self._conn.functions.list_keys(
+            [K.names(ns, kind, scope, sid), K.expiry(ns, kind, scope, sid)], ns, scope, sid,
+            kind, check.prefix_arg(prefix), check.cursor_arg(cursor), check.limit_arg(limit))
+        return KeyPage(names, next_cursor)
+
+    async def list_keys(self, prefix: str | None = None, kind: KeyKind = "value",
+                        max_keys: int = 100_000) -> list[str]:
+        """Every live key name, ascending, following all pages.
+
+        Raises:
+            ValueError: more than ``max_keys`` names.
+        """
+        names: list[str] = []
+        cursor: str | None = None
+        while True:
+            page = await self.keys(prefix, cursor, 1000, kind)
+            names.extend(page.keys)
+            if len(names) > max_keys:
+                raise ValueError(f"more than max_keys={max_keys} keys in {self!r}")
+            if page.next_cursor is None:
+                return names
+            cursor = page.next_cursor

