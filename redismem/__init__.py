@@ -17,7 +17,14 @@ from .errors import (
     ServerStartError,
     ValueTooLargeError,
 )
-from .memory import Memory, connect, current_session, current_workflow, session_scope, workflow_scope
+from .memory import (
+    Memory,
+    connect,
+    current_session,
+    current_workflow,
+    session_scope,
+    workflow_scope,
+)
 from .scope import MemoryScope
 from .types import Capabilities, KeyPage, MemoryValue
 

@@ -119,7 +119,8 @@ def limit_arg(limit: object) -> str:
     if isinstance(limit, bool) or not isinstance(limit, int):
         raise InvalidArgumentError(f"limit must be an integer, got {limit!r}")
     if not 1 <= limit <= limits.MAX_PAGE_LIMIT:
-        raise InvalidArgumentError(f"limit must be between 1 and {limits.MAX_PAGE_LIMIT}, got {limit}")
+        raise InvalidArgumentError(
+            f"limit must be between 1 and {limits.MAX_PAGE_LIMIT}, got {limit}")
     return str(limit)
 
 

@@ -89,11 +89,11 @@ class LoadResult:
 
 async def server_version(client: Redis) -> int | None:
     """The version of the redismem library loaded on the server, or None."""
-    listed = await cast(Awaitable[list[Any]], client.function_list(library=LIBRARY_NAME))
+    listed = await client.function_list(library=LIBRARY_NAME)
     if not listed:
         return None
     try:
-        return int(await cast(Awaitable[Any], client.fcall_ro("redismem_version", 0)))
+        return int(await client.fcall_ro("redismem_version", 0))
     except ResponseError:
         return 0  # a library without a working version function is older than any
 
@@ -144,7 +144,7 @@ class Functions:
                     *, read_only: bool = False, key: str | None = None) -> Any:
         call = self._client.fcall_ro if read_only else self._client.fcall
         try:
-            return await cast(Awaitable[Any], call(name, len(keys), *keys, *args))
+            return await call(name, len(keys), *keys, *args)
         except ResponseError as exc:
             raise _raise_mapped(exc, key) from None
 

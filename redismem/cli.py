@@ -1,0 +1,246 @@
+"""The ``redismem`` admin command line."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import sys
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+import click
+import redis
+
+from . import server
+from .errors import RedisMemError
+from .functions import bundled
+from .memory import Memory, connect, open_client, resolve_url
+from .scope import MemoryScope
+
+T = TypeVar("T")
+_SCOPES = ("session", "actor", "workflow", "global")
+
+
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro``; turn our errors and connection failures into one line, exit 1."""
+    try:
+        return asyncio.run(coro)
+    except (RedisMemError, ValueError, redis.RedisError, OSError) as exc:
+        raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
+
+
+def _emit(data: Any, as_json: bool, text: Callable[[Any], str] | None = None) -> None:
+    if as_json:
+        click.echo(json.dumps(data, sort_keys=True, default=str))
+    else:
+        click.echo(text(data) if text else data)
+
+
+url_option = click.option("--url", envvar="REDISMEM_URL", default=None,
+                          help="Redis URL (default: $REDISMEM_URL, else the embedded server).")
+namespace_option = click.option("--namespace", "-n", default="default", show_default=True,
+                                help="Namespace.")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+scope_option = click.option("--scope", "-s", "scope_spec", default="global", show_default=True,
+                            help="Scope as KIND[:ID], e.g. session:s-42, actor:bob, global.")
+
+
+def _scope(mem: Memory, spec: str) -> MemoryScope:
+    kind, _, sid = spec.partition(":")
+    if kind not in _SCOPES:
+        raise click.BadParameter(f"scope kind must be one of {', '.join(_SCOPES)}",
+                                 param_hint="--scope")
+    if kind == "global":
+        return mem.global_scope()
+    if kind == "actor":
+        return mem.actor(sid or None)
+    if not sid:
+        raise click.BadParameter(f"{kind} scope needs an id: {kind}:ID", param_hint="--scope")
+    return mem.session(sid) if kind == "session" else mem.workflow(sid)
+
+
+def _with_memory(fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
+    """Open a Memory for the command from --url and --namespace, close it after."""
+
+    @functools.wraps(fn)
+    def wrapper(url: str | None, namespace: str, **kwargs: Any) -> T:
+        async def main() -> T:
+            async with await connect(url, namespace=namespace) as mem:
+                return await fn(mem, **kwargs)
+
+        return _run(main())
+
+    return wrapper
+
+
+@click.group()
+@click.version_option(package_name="redismem")
+def main() -> None:
+    """redismem: shared, durable memory for fleets of agent workers, in Redis."""
+
+
+@main.command()
+@click.option("--data-dir", default=None, help="Data directory (default ./.redismem).")
+@click.option("--appendfsync", type=click.Choice(["everysec", "always"]), default=None,
+              help="AOF fsync policy (default everysec).")
+@json_option
+def up(data_dir: str | None, appendfsync: Any, as_json: bool) -> None:
+    """Start the embedded server (or report the one running)."""
+    try:
+        state = server.EmbeddedServer(data_dir, appendfsync=appendfsync).start()
+    except (RedisMemError, OSError) as exc:
+        raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
+    _emit({"url": state.url, "pid": state.pid, "appendfsync": state.appendfsync}, as_json,
+          lambda d: f"redismem server at {d['url']} (pid {d['pid']}, "
+                    f"appendfsync {d['appendfsync']})")
+
+
+@main.command()
+@click.option("--data-dir", default=None, help="Data directory (default ./.redismem).")
+@json_option
+def down(data_dir: str | None, as_json: bool) -> None:
+    """Stop the embedded server cleanly."""
+    stopped = server.EmbeddedServer(data_dir).stop()
+    _emit({"stopped": stopped}, as_json,
+          lambda d: "server stopped" if d["stopped"] else "no server was running")
+
+
+@main.command()
+@url_option
+@namespace_option
+@json_option
+def status(url: str | None, namespace: str, as_json: bool) -> None:
+    """Server version, modules, library version and capabilities."""
+
+    async def run() -> dict[str, Any]:
+        async with await connect(url, namespace=namespace) as mem:
+            caps = mem.capabilities
+            return {
+                "url": await resolve_url(url), "namespace": mem.namespace,
+                "backend": caps.backend, "server_version": caps.server_version,
+                "modules": {"search": caps.search, "json": caps.json},
+                "library_version": caps.library_version,
+                "vector_search": caps.vector_search, "settings": await mem.settings(),
+            }
+
+    data = _run(run())
+    _emit(data, as_json, lambda d: "\n".join(f"{k}: {v}" for k, v in d.items()))
+
+
+@main.command("load-functions")
+@url_option
+@click.option("--force", is_flag=True, help="Replace even a newer library.")
+@json_option
+def load_functions(url: str | None, force: bool, as_json: bool) -> None:
+    """Load the Lua library into a Redis server, reporting the version replaced."""
+    from .functions import ensure_library
+
+    async def run() -> dict[str, Any]:
+        client = await open_client(await resolve_url(url))
+        try:
+            result = await ensure_library(client, force=force)
+            return {"action": result.action, "previous": result.previous,
+                    "version": result.version}
+        finally:
+            await client.aclose()
+
+    _emit(_run(run()), as_json,
+          lambda d: f"{d['action']}: library version {d['version']} (was {d['previous']})")
+
+
+@main.command("get")
+@url_option
+@namespace_option
+@scope_option
+@json_option
+@click.argument("key")
+@_with_memory
+async def get_cmd(mem: Memory, scope_spec: str, key: str, as_json: bool) -> None:
+    """Read KEY."""
+    got = await _scope(mem, scope_spec).get(key)
+    _emit({"key": key, "value": got.value, "revision": got.revision, "found": got.found},
+          as_json, lambda d: json.dumps(d["value"]) if d["found"] else "(absent)")
+
+
+@main.command("set")
+@url_option
+@namespace_option
+@scope_option
+@click.option("--ttl", type=float, default=None, help="Expire after this many seconds.")
+@click.option("--expected-revision", type=int, default=None, help="Write only at this revision.")
+@json_option
+@click.argument("key")
+@click.argument("value")
+@_with_memory
+async def set_cmd(mem: Memory, scope_spec: str, key: str, value: str, ttl: float | None,
+                  expected_revision: int | None, as_json: bool) -> None:
+    """Write KEY = VALUE (VALUE is JSON; plain text is stored as a string)."""
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError:
+        parsed = value
+    revision = await _scope(mem, scope_spec).set(key, parsed, ttl_seconds=ttl,
+                                                 expected_revision=expected_revision)
+    _emit({"key": key, "revision": revision}, as_json, lambda d: f"revision {d['revision']}")
+
+
+@main.command("del")
+@url_option
+@namespace_option
+@scope_option
+@click.option("--expected-revision", type=int, default=None, help="Delete only at this revision.")
+@json_option
+@click.argument("key")
+@_with_memory
+async def del_cmd(mem: Memory, scope_spec: str, key: str, expected_revision: int | None,
+                  as_json: bool) -> None:
+    """Delete KEY."""
+    deleted = await _scope(mem, scope_spec).delete(key, expected_revision=expected_revision)
+    _emit({"key": key, "deleted": deleted}, as_json,
+          lambda d: "deleted" if d["deleted"] else "(absent)")
+
+
+@main.command("keys")
+@url_option
+@namespace_option
+@scope_option
+@click.option("--prefix", default=None, help="Only keys starting with this.")
+@click.option("--kind", type=click.Choice(["value", "vector"]), default="value",
+              show_default=True)
+@click.option("--max-keys", type=int, default=100_000, show_default=True)
+@json_option
+@_with_memory
+async def keys_cmd(mem: Memory, scope_spec: str, prefix: str | None, kind: Any, max_keys: int,
+                   as_json: bool) -> None:
+    """List key names of a scope, ascending."""
+    names = await _scope(mem, scope_spec).list_keys(prefix, kind=kind, max_keys=max_keys)
+    _emit(names, as_json, "\n".join)
+
+
+@main.command()
+@url_option
+@click.option("--namespace", "-n", default="demo", show_default=True, help="Namespace.")
+@json_option
+@_with_memory
+async def demo(mem: Memory, as_json: bool) -> None:
+    """Run the reference "sessions" example on the server and narrate it."""
+    from . import demo as example
+
+    lines: list[str] = []
+    result = await example.run(mem, say=lines.append if as_json else click.echo)
+    if as_json:
+        click.echo(json.dumps({"log": lines, "revision": result["revision"],
+                               "notes": result["notes"]}))
+
+
+@main.command()
+def version() -> None:
+    """The package and bundled Lua library versions."""
+    from . import __version__
+
+    click.echo(f"redismem {__version__}, Lua library version {bundled().version}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

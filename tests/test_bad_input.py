@@ -1,0 +1,172 @@
+"""Bad input gets a clear error and changes nothing, through the Python API and
+through raw FCALL (the redis-cli path)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import redismem
+from redismem import keys as K
+
+from .helpers import snapshot
+
+BAD_IDS = ["a:b", "a{b", "a}b", "a b", "a\tb", "", "x" * 129]
+
+
+async def test_python_bad_namespace(redis_url: str) -> None:
+    for bad in BAD_IDS:
+        with pytest.raises(redismem.InvalidIdError):
+            await redismem.connect(redis_url, namespace=bad)
+    with pytest.raises(redismem.InvalidIdError, match="principal"):
+        await redismem.connect(redis_url, principal="bad principal")
+
+
+async def test_python_bad_scope_ids(mem: redismem.Memory) -> None:
+    before = await snapshot(mem)
+    for bad in BAD_IDS:
+        for make in (mem.session, mem.actor, mem.workflow):
+            with pytest.raises(redismem.InvalidIdError):
+                make(bad)
+        with pytest.raises(redismem.InvalidIdError), redismem.session_scope(bad):
+            pass
+        with pytest.raises(redismem.InvalidIdError):
+            await mem.create_session(bad)
+    assert await snapshot(mem) == before
+
+
+class Unserialisable:
+    pass
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda s: s.set("", 1), redismem.InvalidKeyError, "non-empty"),
+        (lambda s: s.set("k" * 513, 1), redismem.InvalidKeyError, "513 bytes"),
+        (lambda s: s.set("é" * 257, 1), redismem.InvalidKeyError, "514 bytes"),
+        (lambda s: s.set("a\nb", 1), redismem.InvalidKeyError, "control"),
+        (lambda s: s.set(5, 1), redismem.InvalidKeyError, "string"),
+        (lambda s: s.set("k", Unserialisable()), redismem.InvalidValueError, "JSON"),
+        (lambda s: s.set("k", {"a": float("nan")}), redismem.InvalidValueError, "JSON"),
+        (lambda s: s.set("k", b"bytes"), redismem.InvalidValueError, "JSON"),
+        (lambda s: s.set("k", "x" * (1 << 20)), redismem.ValueTooLargeError, "limit is 1048576"),
+        (lambda s: s.set("k", 1, ttl_seconds=0), redismem.InvalidTTLError, "positive"),
+        (lambda s: s.set("k", 1, ttl_seconds=-5), redismem.InvalidTTLError, "positive"),
+        (lambda s: s.set("k", 1, ttl_seconds=float("inf")), redismem.InvalidTTLError, "positive"),
+        (lambda s: s.set("k", 1, ttl_seconds="10"), redismem.InvalidTTLError, "number"),
+        (lambda s: s.set("k", 1, expected_revision=1.5), redismem.InvalidRevisionError, "integer"),
+        (lambda s: s.set("k", 1, expected_revision="1"), redismem.InvalidRevisionError, "integer"),
+        (lambda s: s.set("k", 1, expected_revision=-1), redismem.InvalidRevisionError, ">= 0"),
+        (lambda s: s.delete("k", expected_revision=True), redismem.InvalidRevisionError, "integer"),
+        (lambda s: s.delete(""), redismem.InvalidKeyError, "non-empty"),
+        (lambda s: s.get("k" * 600), redismem.InvalidKeyError, "600 bytes"),
+        (lambda s: s.set_many({f"k{i}": i for i in range(1001)}), redismem.InvalidArgumentError,
+         "1000"),
+    ],
+)
+async def test_python_bad_arguments(mem: redismem.Memory, call: Any, error: type[Exception],
+                                    message: str) -> None:
+    scope = mem.session("s")
+    await scope.set("k", "original")
+    before = await snapshot(mem)
+    with pytest.raises(error, match=message) as info:
+        await call(scope)
+    assert isinstance(info.value, ValueError)
+    assert await snapshot(mem) == before
+
+
+async def test_configured_value_limit(mem: redismem.Memory) -> None:
+    assert (await mem.settings())["max_value_bytes"] == 1 << 20
+    await mem.configure(max_value_bytes=2048)
+    scope = mem.global_scope()
+    await scope.set("fits", "x" * 2000)
+    before = await snapshot(mem)
+    with pytest.raises(redismem.ValueTooLargeError, match="limit is 2048"):
+        await scope.set("big", "x" * 2047)
+    assert await snapshot(mem) == before
+    for bad in (10, 1 << 30):
+        with pytest.raises(redismem.InvalidArgumentError, match="max_value_bytes"):
+            await mem.configure(max_value_bytes=bad)
+    with pytest.raises(redismem.InvalidArgumentError, match="unknown setting"):
+        await mem.configure(colour=1)
+
+
+def value_call(ns: str, key: str = "k", *, scope: str = "session", sid: str = "s",
+               json_text: str = "1", expected: str = "", ttl: str = "",
+               principal: str = "me") -> list[Any]:
+    """Raw FCALL arguments for redismem_set_values of one item."""
+    keys = [K.names(ns, "value", scope, sid), K.expiry(ns, "value", scope, sid),
+            K.revisions(ns, "value", scope, sid), K.feed(ns), K.sequence(ns), K.config(ns),
+            K.value(ns, scope, sid, key)]
+    return ["redismem_set_values", len(keys), *keys, ns, scope, sid, ttl, principal, key,
+            json_text, expected]
+
+
+def raw_cases(ns: str) -> list[tuple[list[Any], str]]:
+    good = value_call(ns)
+    wrong_key = list(good)
+    wrong_key[8] = "rm:{other}:val:session:s:k"
+    return [
+        (value_call(ns, json_text="{not json"), "INVALID_JSON"),
+        (value_call(ns, json_text=""), "INVALID_JSON"),
+        (value_call(ns, json_text='"' + "x" * (1 << 20) + '"'), "VALUE_TOO_LARGE"),
+        (value_call(ns, ttl="0"), "INVALID_TTL"),
+        (value_call(ns, ttl="-10"), "INVALID_TTL"),
+        (value_call(ns, ttl="1.5"), "INVALID_TTL"),
+        (value_call(ns, ttl="soon"), "INVALID_TTL"),
+        (value_call(ns, expected="1.5"), "INVALID_REVISION"),
+        (value_call(ns, expected="abc"), "INVALID_REVISION"),
+        (value_call(ns, expected="-1"), "INVALID_REVISION"),
+        (value_call(ns, expected="3"), "REVISION_CONFLICT"),
+        (value_call(ns, key=""), "INVALID_KEY"),
+        (value_call(ns, key="k" * 513), "INVALID_KEY"),
+        (value_call(ns, key="a\x01b"), "INVALID_KEY"),
+        (value_call(ns, sid="a:b"), "INVALID_ID"),
+        (value_call(ns, sid="a b"), "INVALID_ID"),
+        (value_call(ns, sid="a{b"), "INVALID_ID"),
+        (value_call(ns, scope="global", sid="x"), "INVALID_ID"),
+        (value_call(ns, scope="team"), "INVALID_ARGUMENT"),
+        (value_call(ns, principal="a}b"), "INVALID_ID"),
+        (value_call(ns + " x"), "INVALID_ID"),
+        (value_call(ns + ":x"), "INVALID_ID"),
+        (wrong_key, "INVALID_ARGUMENT KEYS[7] must be"),
+        (good[:-1], "INVALID_ARGUMENT"),
+        (["redismem_set_values", 0, ns], "INVALID_ARGUMENT"),
+        (["redismem_delete_value", 0, ns, "session", "s", "k", "", "me"], "INVALID_ARGUMENT"),
+        (["redismem_delete_value", 6, K.value(ns, "session", "s", "k"),
+          K.names(ns, "value", "session", "s"), K.expiry(ns, "value", "session", "s"),
+          K.revisions(ns, "value", "session", "s"), K.feed(ns), K.sequence(ns),
+          ns, "session", "s", "k", "x", "me"], "INVALID_REVISION"),
+        (["redismem_set_config", 1, K.config(ns), ns, "max_value_bytes", "12.5"],
+         "INVALID_ARGUMENT"),
+        (["redismem_create_session", 1, K.sessions(ns), ns, "a b"], "INVALID_ID"),
+    ]
+
+
+async def test_raw_fcall_bad_arguments(rmem: redismem.Memory) -> None:
+    ns = rmem.namespace
+    await rmem.session("s").set("k", "original")
+    before = await snapshot(rmem)
+    for args, code in raw_cases(ns):
+        with pytest.raises(Exception) as info:
+            await rmem.client.execute_command("FCALL", *args)
+        assert str(info.value).startswith(code), (args[:1], str(info.value))
+        assert await snapshot(rmem) == before, args
+
+
+async def test_raw_fcall_happy_path_writes_feed_in_same_call(rmem: redismem.Memory) -> None:
+    ns = rmem.namespace
+    reply = await rmem.client.execute_command("FCALL", *value_call(ns, json_text='{"a":1}'))
+    assert reply == [1]
+    value = await rmem.client.hgetall(K.value(ns, "session", "s", "k"))
+    assert value[b"v"] == b'{"a":1}' and value[b"rev"] == b"1" and value[b"by"] == b"me"
+    [(entry_id, fields)] = await rmem.client.xrange(K.feed(ns))
+    assert entry_id == b"1-0"
+    assert fields[b"action"] == b"set" and fields[b"value"] == b'{"a":1}'
+    assert (await rmem.session("s").get("k")).value == {"a": 1}
+    got = await rmem.client.execute_command(
+        "FCALL_RO", "redismem_get_values", 1, K.value(ns, "session", "s", "k"), ns, "session",
+        "s", "k")
+    assert got == [b'{"a":1}', 1]
