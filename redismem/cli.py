@@ -49,14 +49,14 @@ scope_option = click.option("--scope", "-s", "scope_spec", default="global", sho
 def _scope(mem: Memory, spec: str) -> MemoryScope:
     kind, _, sid = spec.partition(":")
     if kind not in _SCOPES:
-        raise click.BadParameter(f"scope kind must be one of {', '.join(_SCOPES)}",
-                                 param_hint="--scope")
+        raise click.ClickException(f"--scope: the kind must be one of {', '.join(_SCOPES)}, "
+                                   f"got {kind!r}")
     if kind == "global":
         return mem.global_scope()
     if kind == "actor":
         return mem.actor(sid or None)
     if not sid:
-        raise click.BadParameter(f"{kind} scope needs an id: {kind}:ID", param_hint="--scope")
+        raise click.ClickException(f"--scope: a {kind} scope needs an id: {kind}:ID")
     return mem.session(sid) if kind == "session" else mem.workflow(sid)
 
 

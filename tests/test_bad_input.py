@@ -142,6 +142,13 @@ def raw_cases(ns: str) -> list[tuple[list[Any], str]]:
         (["redismem_set_config", 1, K.config(ns), ns, "max_value_bytes", "12.5"],
          "INVALID_ARGUMENT"),
         (["redismem_create_session", 1, K.sessions(ns), ns, "a b"], "INVALID_ID"),
+        (["redismem_get_values", 0], "INVALID_ARGUMENT"),
+        (["redismem_get_values", 1, K.value(ns, "session", "s", "k"), "extra"],
+         "INVALID_ARGUMENT"),
+        (["redismem_get_values", 1, K.names(ns, "value", "session", "s")], "INVALID_ARGUMENT"),
+        (["redismem_get_values", 1, K.value(ns, "session", "a b", "k")], "INVALID_ID"),
+        (["redismem_get_values", 1, K.value(ns, "global", "x", "k")], "INVALID_ID"),
+        (["redismem_get_values", 1, K.value(ns, "session", "s", "")], "INVALID_KEY"),
     ]
 
 
@@ -167,6 +174,6 @@ async def test_raw_fcall_happy_path_writes_feed_in_same_call(rmem: redismem.Memo
     assert fields[b"action"] == b"set" and fields[b"value"] == b'{"a":1}'
     assert (await rmem.session("s").get("k")).value == {"a": 1}
     got = await rmem.client.execute_command(
-        "FCALL_RO", "redismem_get_values", 1, K.value(ns, "session", "s", "k"), ns, "session",
-        "s", "k")
-    assert got == [b'{"a":1}', 1]
+        "FCALL_RO", "redismem_get_values", 2, K.value(ns, "session", "s", "k"),
+        K.value(ns, "session", "s", "missing"))
+    assert got == [b'{"a":1}', 1, None, 0]

@@ -1,23 +1,22 @@
---[[ redismem_get_values: read one or more values of one scope.
+--[[ redismem_get_values: read one or more values.
   KEYS[i] value hash   rm:{<ns>}:val:<scope>:<sid>:<key i>
-  ARGV[1] namespace  ARGV[2] scope  ARGV[3] scope id  ARGV[3+i] key i
+  ARGV: none (each key name is checked against the schema instead)
   Reply: flat array, two entries per key: canonical JSON (nil when absent or
          expired) and revision (0 when absent).
   Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_KEY                       ]]
 
 local function get_values(keys, args)
-  count_args(args, 4, 'namespace, scope, scope id, then keys')
-  local c = scope_args(args, 1)
-  local count = #args - 3
-  if count > LIMITS.max_batch then
-    fail('INVALID_ARGUMENT', 'at most ' .. LIMITS.max_batch .. ' keys per call, got ' .. count)
+  if #keys == 0 or #keys > LIMITS.max_batch then
+    fail('INVALID_ARGUMENT', 'pass 1 to ' .. LIMITS.max_batch .. ' value keys, got ' .. #keys)
   end
-  expect_keys(keys, count)
-  for i = 1, count do
-    expect_key(keys, i, SCHEMA.value(c, check_key(args[3 + i])))
+  if #args > 0 then
+    fail('INVALID_ARGUMENT', 'takes no arguments besides its keys, got ' .. #args)
+  end
+  for i = 1, #keys do
+    check_value_key(keys[i])
   end
   local reply = {}
-  for i = 1, count do
+  for i = 1, #keys do
     local found = redis.call('HMGET', keys[i], 'v', 'rev')
     reply[2 * i - 1] = found[1]
     reply[2 * i] = tonumber(found[2]) or 0

@@ -29,3 +29,13 @@ local function expect_key(keys, slot, wanted)
   end
   return wanted
 end
+
+-- Check a value key rm:{<ns>}:val:<scope>:<sid>:<key> part by part.
+local function check_value_key(name)
+  local ns, scope, sid, key = string.match(name, '^rm:{([^{}]*)}:val:([^:]*):([^:]*):(.*)$')
+  if not ns then
+    fail('INVALID_ARGUMENT', 'not a value key (rm:{<ns>}:val:<scope>:<sid>:<key>): ' .. show(name))
+  end
+  scope_args({ns, scope, sid}, 1)
+  check_key(key)
+end

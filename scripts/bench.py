@@ -1,0 +1,163 @@
+"""redismem benchmarks against raw redis-py on the same server in the same run.
+
+    python scripts/bench.py kv [--n 5000] [--url URL] [--json]
+
+Without --url a fresh embedded server is started in a temporary directory
+(AOF on, appendfsync everysec) and stopped afterwards. Figures are ops/s of
+sequential awaited calls from one asyncio client (redis.asyncio + hiredis for
+both sides), and the ratio redismem / raw.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import platform
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from redis.asyncio import Redis
+
+import redismem
+from redismem import keys as K
+from redismem.server import EmbeddedServer
+
+
+@contextmanager
+def server_url(url: str | None) -> Iterator[str]:
+    if url:
+        yield url
+        return
+    with tempfile.TemporaryDirectory(prefix="redismem-bench-") as data_dir:
+        server = EmbeddedServer(data_dir)
+        state = server.start()
+        try:
+            yield state.url
+        finally:
+            server.stop()
+
+
+async def compare(n: int, raw_op: Callable[[int], Awaitable[Any]],
+                  rm_op: Callable[[int], Awaitable[Any]], rounds: int = 5) -> tuple[float, float]:
+    """Ops/s of raw and redismem over ``n`` sequential awaited calls each, run
+    in alternating rounds so both see the same server conditions; medians."""
+    for i in range(min(200, n)):  # warm-up
+        await raw_op(i)
+        await rm_op(i)
+    per_round = max(1, n // rounds)
+    raw_rates, rm_rates = [], []
+    for r in range(rounds):
+        for op, rates in ((raw_op, raw_rates), (rm_op, rm_rates)):
+            start = time.perf_counter()
+            for i in range(r * per_round, (r + 1) * per_round):
+                await op(i)
+            rates.append(per_round / (time.perf_counter() - start))
+    return statistics.median(raw_rates), statistics.median(rm_rates)
+
+
+async def bench_kv(url: str, n: int) -> list[dict[str, Any]]:
+    ns = "bench" + uuid.uuid4().hex[:8]
+    raw = Redis.from_url(url)
+    rows: list[dict[str, Any]] = []
+    async with await redismem.connect(url, namespace=ns, principal="bench") as mem:
+        scope = mem.session("s")
+        value = {"note": "pack passports", "n": 1}
+        text = json.dumps(value)
+
+        raw_set, rm_set = await compare(
+            n, lambda i: raw.hset(f"raw:{ns}:{i}", mapping={"v": text, "rev": i}),
+            lambda i: scope.set(f"k{i}", value))
+        rows.append({"op": "set (sequential)", "raw": "HSET", "raw_ops": raw_set,
+                     "redismem_ops": rm_set, "target": 0.6})
+
+        raw_get, rm_get = await compare(n, lambda i: raw.hget(f"raw:{ns}:{i}", "v"),
+                                        lambda i: scope.get(f"k{i}"))
+        rows.append({"op": "get (sequential)", "raw": "HGET", "raw_ops": raw_get,
+                     "redismem_ops": rm_get, "target": 0.8})
+
+        raw_upd, rm_update = await compare(
+            n, lambda i: raw.hset(f"raw:{ns}:{i}", mapping={"v": text, "rev": i}),
+            lambda i: scope.update(f"k{i}", lambda v: {**v, "n": v["n"] + 1}))
+        rows.append({"op": "update (get + CAS set)", "raw": "HSET", "raw_ops": raw_upd,
+                     "redismem_ops": rm_update, "target": None})
+
+        async def raw_batch(b: int) -> None:
+            pipe = raw.pipeline(transaction=False)
+            for j in range(100):
+                pipe.hset(f"rawb:{ns}:{b}:{j}", mapping={"v": text, "rev": 1})
+            await pipe.execute()
+
+        async def rm_batch(b: int) -> None:
+            await scope.set_many({f"b{b}:{j}": value for j in range(100)})
+
+        raw_many, rm_many = await compare(max(50, n // 50), raw_batch, rm_batch)
+        rows.append({"op": "set_many(100), per item", "raw": "pipelined HSET x100",
+                     "raw_ops": 100 * raw_many, "redismem_ops": 100 * rm_many, "target": 0.3})
+
+        client = mem.client
+        count = int(await client.zcard(K.names(ns, "value", "session", "s")))
+        value_bytes = int(await client.memory_usage(K.value(ns, "session", "s", "k0")) or 0)
+        names_bytes = int(await client.memory_usage(K.names(ns, "value", "session", "s"),
+                                                    samples=0) or 0)
+        revs_bytes = int(await client.memory_usage(K.revisions(ns, "value", "session", "s"),
+                                                   samples=0) or 0)
+        feed_len = int(await client.xlen(K.feed(ns)))
+        feed_bytes = int(await client.memory_usage(K.feed(ns), samples=0) or 0)
+        raw_bytes = int(await raw.memory_usage(f"raw:{ns}:0") or 0)
+        per_value = value_bytes + (names_bytes + revs_bytes) / count + feed_bytes / feed_len
+        rows.append({"op": "bytes per small value", "raw": "one HSET hash",
+                     "raw_ops": raw_bytes, "redismem_ops": per_value, "target": None,
+                     "detail": {"value_hash": value_bytes, "index_entry": names_bytes / count,
+                                "revision_entry": revs_bytes / count,
+                                "feed_entry": feed_bytes / feed_len}})
+        for key in [k async for k in raw.scan_iter(match=f"raw*:{ns}:*", count=1000)]:
+            await raw.delete(key)
+        async for key in client.scan_iter(match=K.pattern(ns), count=1000):
+            await client.delete(key)
+    await raw.aclose()
+    return rows
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| operation | raw redis-py | raw | redismem | ratio | target |",
+             "|---|---|---:|---:|---:|---:|"]
+    for row in rows:
+        if row["op"].startswith("bytes"):
+            ratio = row["redismem_ops"] / row["raw_ops"]
+            lines.append(f"| {row['op']} | {row['raw']} | {row['raw_ops']:.0f} B | "
+                         f"{row['redismem_ops']:.0f} B | {ratio:.2f}x | |")
+            continue
+        ratio = row["redismem_ops"] / row["raw_ops"]
+        target = f"≥ {row['target']}" if row["target"] else ""
+        lines.append(f"| {row['op']} | {row['raw']} | {row['raw_ops']:,.0f}/s | "
+                     f"{row['redismem_ops']:,.0f}/s | {ratio:.2f} | {target} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("suite", choices=["kv"])
+    parser.add_argument("--n", type=int, default=5000, help="operations per measurement")
+    parser.add_argument("--url", default=None, help="benchmark this server instead")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    with server_url(args.url) as url:
+        rows = asyncio.run(bench_kv(url, args.n))
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        print(f"# kv, n={args.n}, Python {platform.python_version()}, {platform.machine()}")
+        print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""The redismem command line: CliRunner for the logic, the installed console
+script in a subprocess for the real thing."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from redismem.cli import main
+
+
+def run_script(*args: str, url: str | None = None, cwd: Path | None = None
+               ) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("redismem")
+    assert exe is not None, "the redismem console script is installed"
+    env = dict(os.environ)
+    env.pop("REDISMEM_URL", None)
+    if url:
+        env["REDISMEM_URL"] = url
+    return subprocess.run([exe, *args], capture_output=True, text=True, env=env, cwd=cwd,
+                          timeout=120, check=False)
+
+
+def test_demo_through_console_script(redis_url: str) -> None:
+    done = run_script("demo", url=redis_url)
+    assert done.returncode == 0, done.stderr
+    assert "memory revision 3 notes ['pack passports', 'book airport transfer', " \
+           "'check visa rules']" in done.stdout
+    assert "second session notes ['buy sunscreen'] (isolated)" in done.stdout
+    assert "note without a session fails" in done.stdout
+    assert "forget -> {'deleted': True}" in done.stdout
+    as_json = run_script("demo", "--json", url=redis_url)
+    assert json.loads(as_json.stdout)["revision"] == 3
+
+
+def test_up_status_down_on_a_data_dir(tmp_path: Path) -> None:
+    up = run_script("up", "--data-dir", str(tmp_path), "--json")
+    assert up.returncode == 0, up.stderr
+    url = json.loads(up.stdout)["url"]
+    try:
+        again = run_script("up", "--data-dir", str(tmp_path), "--json")
+        assert json.loads(again.stdout)["pid"] == json.loads(up.stdout)["pid"]
+        status = run_script("status", "--url", url, "--json")
+        assert status.returncode == 0, status.stderr
+        data = json.loads(status.stdout)
+        assert data["server_version"].startswith("8.2")
+        assert data["modules"] == {"search": True, "json": True}
+        assert data["library_version"] >= 1 and data["vector_search"] == "index"
+    finally:
+        down = run_script("down", "--data-dir", str(tmp_path), "--json")
+    assert json.loads(down.stdout) == {"stopped": True}
+    assert json.loads(run_script("down", "--data-dir", str(tmp_path), "--json").stdout) == {
+        "stopped": False}
+
+
+def test_value_commands(redis_url: str, ns: str) -> None:
+    runner = CliRunner()
+    base = ["--url", redis_url, "--namespace", ns]
+    out = runner.invoke(main, ["set", *base, "--scope", "session:s1", "notes", '["a"]'])
+    assert out.exit_code == 0 and out.output.strip() == "revision 1"
+    out = runner.invoke(main, ["get", *base, "--scope", "session:s1", "notes", "--json"])
+    assert json.loads(out.output) == {"key": "notes", "value": ["a"], "revision": 1,
+                                      "found": True}
+    out = runner.invoke(main, ["set", *base, "--scope", "session:s1", "notes", "plain text",
+                               "--expected-revision", "1"])
+    assert out.output.strip() == "revision 2"
+    out = runner.invoke(main, ["keys", *base, "--scope", "session:s1", "--json"])
+    assert json.loads(out.output) == ["notes"]
+    out = runner.invoke(main, ["del", *base, "--scope", "session:s1", "notes"])
+    assert out.output.strip() == "deleted"
+    out = runner.invoke(main, ["get", *base, "--scope", "session:s1", "notes"])
+    assert out.output.strip() == "(absent)"
+
+
+def test_errors_are_one_line(redis_url: str, ns: str) -> None:
+    for args in (["set", "--namespace", ns, "--scope", "session:s", "", "1"],
+                 ["set", "--namespace", ns, "k", "1", "--ttl", "-1"],
+                 ["set", "--namespace", ns, "k", "1", "--expected-revision", "5"],
+                 ["get", "--namespace", "bad ns", "k"],
+                 ["get", "--namespace", ns, "--scope", "session", "k"],
+                 ["get", "--namespace", ns, "--scope", "team:x", "k"]):
+        done = run_script(*args, url=redis_url)
+        assert done.returncode != 0, args
+        assert "Traceback" not in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert done.stderr.startswith("Error: ")
+    refused = run_script("status", "--url", "redis://127.0.0.1:1/0")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert "Connection" in refused.stderr
+
+
+def test_load_functions(redis_url: str) -> None:
+    out = CliRunner().invoke(main, ["load-functions", "--url", redis_url, "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["action"] == "unchanged"
+
+
+def test_version() -> None:
+    out = CliRunner().invoke(main, ["version"])
+    assert out.exit_code == 0 and "Lua library version" in out.output

