@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Literal
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from .errors import ServerNotFoundError, ServerStartError
 
@@ -126,9 +128,14 @@ def _pid_alive(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0] != "Z"
 
 
+def _client(port: int, timeout: float | None = None) -> redis.Redis:
+    """A client that does not retry: a server that is gone should fail at once."""
+    return redis.Redis(host="127.0.0.1", port=port, socket_timeout=timeout,
+                       socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 0))
+
+
 def _ping(port: int, timeout: float = 0.5) -> bool:
-    client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=timeout,
-                         socket_connect_timeout=timeout)
+    client = _client(port, timeout)
     try:
         return bool(client.ping())
     except (redis.ConnectionError, redis.TimeoutError):
@@ -209,7 +216,7 @@ class EmbeddedServer:
             state = self.state()
             if state is not None:
                 if self.appendfsync and state.appendfsync != self.appendfsync:
-                    client = redis.Redis(host="127.0.0.1", port=state.port)
+                    client = _client(state.port)
                     try:
                         client.config_set("appendfsync", self.appendfsync)
                     finally:
@@ -276,7 +283,7 @@ class EmbeddedServer:
             if state is None:
                 self._state_path.unlink(missing_ok=True)
                 return False
-            client = redis.Redis(host="127.0.0.1", port=state.port)
+            client = _client(state.port)
             try:
                 client.shutdown()
             except redis.ConnectionError:
