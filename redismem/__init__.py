@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .errors import (
     ConflictError,
+    CursorExpiredError,
     InvalidArgumentError,
     InvalidCursorError,
     InvalidIdError,
@@ -26,13 +27,15 @@ from .memory import (
     workflow_scope,
 )
 from .scope import MemoryScope
-from .types import Capabilities, KeyPage, MemoryValue
+from .types import Capabilities, ChangePage, KeyPage, MemoryChangeEvent, MemoryValue
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Capabilities",
+    "ChangePage",
     "ConflictError",
+    "CursorExpiredError",
     "InvalidArgumentError",
     "InvalidCursorError",
     "InvalidIdError",
@@ -43,6 +46,7 @@ __all__ = [
     "KeyPage",
     "LibraryVersionError",
     "Memory",
+    "MemoryChangeEvent",
     "MemoryScope",
     "MemoryValue",
     "RedisMemError",

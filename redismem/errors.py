@@ -79,6 +79,22 @@ class ConflictError(RedisMemError):
         self.actual = actual
 
 
+class CursorExpiredError(RedisMemError):
+    """A feed cursor points before the retained history: events were trimmed.
+
+    Attributes:
+        after: the cursor given.
+        oldest_sequence: the first sequence still retained.
+    """
+
+    code = "cursor_expired"
+
+    def __init__(self, message: str, *, after: int, oldest_sequence: int) -> None:
+        super().__init__(message)
+        self.after = after
+        self.oldest_sequence = oldest_sequence
+
+
 class LibraryVersionError(RedisMemError):
     """The server holds a newer redismem Lua library than this package ships."""
 

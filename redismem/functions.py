@@ -183,6 +183,10 @@ class Functions:
         next_cursor = reply[0].decode()
         return (next_cursor or None), [name.decode() for name in reply[1:]]
 
+    async def trim_feed(self, keys: Sequence[str], ns: str, budget: int) -> int:
+        """``redismem_trim_feed``: the number of events dropped."""
+        return int(await self._call("redismem_trim_feed", keys, [ns, str(budget)]))
+
     async def create_session(self, keys: Sequence[str], ns: str, session_id: str) -> bool:
         """``redismem_create_session``: True when the session is new."""
         return bool(await self._call("redismem_create_session", keys, [ns, session_id]))

@@ -17,3 +17,8 @@ MAX_BATCH = 1000
 MAX_REVISION = 2**53 - 1
 FEED_VALUE_BYTES = 65_536
 """A feed event carries the value when its canonical JSON is at most this long."""
+FEED_RETENTION_MS = 2_592_000_000
+"""Default feed retention, 30 days; a namespace setting may change it."""
+TRIM_PER_WRITE = 16
+"""Feed events each write examines for retention (bounded work per write)."""
+MAX_TRIM_PER_CALL = 100_000

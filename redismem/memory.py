@@ -9,7 +9,7 @@ import os
 import re
 import socket
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import Any, cast
@@ -17,12 +17,15 @@ from typing import Any, cast
 from redis.asyncio import Redis
 
 from . import _validate as check
+from . import feed, limits, server
 from . import keys as K
-from . import server
 from ._connection import Connection
+from .errors import InvalidArgumentError
 from .functions import Functions, ensure_library
 from .scope import MemoryScope
-from .types import Capabilities, MemoryValue
+from .types import Capabilities, ChangePage, MemoryChangeEvent, MemoryValue
+
+Listener = Callable[[MemoryChangeEvent], Any]
 
 _active_session: ContextVar[str | None] = ContextVar("redismem_session", default=None)
 _active_workflow: ContextVar[str | None] = ContextVar("redismem_workflow", default=None)
@@ -100,6 +103,7 @@ class Memory:
         self._conn = connection
         self.capabilities = capabilities
         self._closed = False
+        self._listeners: list[tuple[feed.EventFilter, int | None, float, Listener]] = []
 
     @property
     def namespace(self) -> str:
@@ -207,6 +211,78 @@ class Memory:
                                                   field, value)
         return await self.settings()
 
+    # change feed
+
+    async def changes(self, after: int = 0, limit: int | None = None, prefix: str | None = None,
+                      scope: str | None = None) -> ChangePage:
+        """Change events of the whole namespace (or of one scope kind) after
+        sequence ``after``; see ``MemoryScope.changes``."""
+        wanted = feed.EventFilter(_scope_kind(scope), None, check.prefix_arg(prefix) or None)
+        return await feed.read_page(self.client, self.namespace, after, limit, wanted)
+
+    def watch(self, patterns: str | Iterable[str], scope: str | None = None,
+              after: int | None = 0, interval: float = 0.25, stop: feed.Stop = None
+              ) -> AsyncIterator[MemoryChangeEvent]:
+        """Events of the namespace (or one scope kind) whose key matches a pattern;
+        see ``MemoryScope.watch``."""
+        wanted = feed.EventFilter(_scope_kind(scope), None, None, feed.patterns_arg(patterns))
+        return feed.watch(self.client, self.namespace, wanted, after, interval, stop)
+
+    def on_change(self, patterns: str | Iterable[str], scope: str | None = None,
+                  after: int | None = 0, interval: float = 0.25
+                  ) -> Callable[[Listener], Listener]:
+        """Register a sync or async listener for events whose key matches a
+        pattern, in the namespace or one scope kind; ``serve()`` runs them. The
+        decorator returns the function unchanged."""
+        wanted = feed.EventFilter(_scope_kind(scope), None, None, feed.patterns_arg(patterns))
+        start = None if after is None else feed.cursor_arg(after)
+
+        def register(listener: Listener) -> Listener:
+            self._listeners.append((wanted, start, interval, listener))
+            return listener
+
+        return register
+
+    async def serve(self, stop: feed.Stop = None) -> None:
+        """Run every registered listener until cancelled or ``stop`` is set.
+
+        An exception in a listener stops all of them and propagates from here.
+
+        Raises:
+            CursorExpiredError: a listener's cursor is older than the feed.
+        """
+
+        async def run(wanted: feed.EventFilter, after: int | None, interval: float,
+                      listener: Listener) -> None:
+            async for event in feed.watch(self.client, self.namespace, wanted, after, interval,
+                                          stop):
+                await feed.call_listener(listener, event)
+
+        tasks = [asyncio.create_task(run(*spec)) for spec in self._listeners]
+        if not tasks:
+            return
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            for task in done:
+                if task.exception() is not None:
+                    raise task.exception()  # type: ignore[misc]
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def trim_feed(self) -> int:
+        """Drop events older than the namespace's ``feed_retention_ms`` now;
+        returns how many (writes also trim, a few events at a time)."""
+        total = 0
+        keys = [K.feed(self.namespace), K.config(self.namespace)]
+        while True:
+            dropped = await self._conn.functions.trim_feed(keys, self.namespace,
+                                                           limits.MAX_TRIM_PER_CALL)
+            total += dropped
+            if dropped < limits.MAX_TRIM_PER_CALL:
+                return total
+
     # lifecycle
 
     async def close(self) -> None:
@@ -222,6 +298,13 @@ class Memory:
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
         await self.close()
+
+
+def _scope_kind(scope: str | None) -> str | None:
+    if scope is not None and scope not in check.SCOPES:
+        raise InvalidArgumentError(
+            f"scope must be one of {', '.join(check.SCOPES)} or None, got {scope!r}")
+    return scope
 
 
 def _memory_client() -> Redis:

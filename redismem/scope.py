@@ -6,14 +6,15 @@ import asyncio
 import inspect
 import json
 import random
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from . import _validate as check
+from . import feed
 from . import keys as K
 from ._connection import Connection
 from .errors import ConflictError, InvalidArgumentError
-from .types import KeyKind, KeyPage, MemoryValue, ScopeKind
+from .types import ChangePage, KeyKind, KeyPage, MemoryChangeEvent, MemoryValue, ScopeKind
 
 _BACKOFF_CAP = 0.05
 
@@ -132,7 +133,7 @@ class MemoryScope:
         ns, scope, sid = self._scope_args()
         keys = [self._value_key(key), K.names(ns, "value", scope, sid),
                 K.expiry(ns, "value", scope, sid), K.revisions(ns, "value", scope, sid),
-                K.feed(ns), K.sequence(ns)]
+                K.feed(ns), K.sequence(ns), K.config(ns)]
         return await self._conn.functions.delete_value(keys, ns, scope, sid, key, expected,
                                                        self._conn.principal)
 
@@ -208,3 +209,36 @@ class MemoryScope:
             if page.next_cursor is None:
                 return names
             cursor = page.next_cursor
+
+    async def changes(self, after: int = 0, limit: int | None = None,
+                      prefix: str | None = None) -> ChangePage:
+        """This scope's change events after sequence ``after``, ascending.
+
+        Args:
+            after: a sequence number (0 = from the start); pass the previous
+                page's ``next_cursor`` to go on.
+            limit: at most this many events, 1..1000 (default 100).
+            prefix: only keys starting with this.
+
+        Returns:
+            A ``ChangePage``; compare a saved cursor with ``oldest_sequence``
+            to know whether retention trimmed events it had not seen.
+        """
+        wanted = feed.EventFilter(self.scope, self.scope_id, check.prefix_arg(prefix) or None)
+        return await feed.read_page(self._conn.client, self._conn.namespace, after, limit, wanted)
+
+    def watch(self, patterns: str | Iterable[str], after: int | None = 0,
+              interval: float = 0.25, stop: feed.Stop = None
+              ) -> AsyncIterator[MemoryChangeEvent]:
+        """Yield this scope's events whose key matches any shell-style pattern.
+
+        Blocks on the stream (XREAD BLOCK): an event arrives as soon as it is
+        written. ``interval`` bounds one blocking read, after which ``stop``
+        (an ``asyncio.Event`` or a callable) is checked. ``after=None`` starts
+        from now instead of the beginning.
+
+        Raises:
+            CursorExpiredError: events after ``after`` were trimmed.
+        """
+        wanted = feed.EventFilter(self.scope, self.scope_id, None, feed.patterns_arg(patterns))
+        return feed.watch(self._conn.client, self._conn.namespace, wanted, after, interval, stop)

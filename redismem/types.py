@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 ScopeKind = Literal["session", "actor", "workflow", "global"]
@@ -48,3 +49,49 @@ class Capabilities:
     @property
     def vector_search(self) -> Literal["index", "exact"]:
         return "index" if self.search else "exact"
+
+
+@dataclass(frozen=True)
+class MemoryChangeEvent:
+    """One change of the namespace feed.
+
+    Attributes:
+        sequence: the event's place in the namespace's gap-free sequence.
+        scope, scope_id, key: what changed.
+        kind: ``value`` or ``vector``.
+        action: ``set`` or ``delete``.
+        revision: the key's revision after the change (a delete takes one too).
+        principal: who made the change.
+        created_at: server time of the change, UTC.
+        value: the new value, for a value set whose JSON is at most 65,536 bytes.
+        value_omitted: True when the value was larger and must be reread.
+    """
+
+    sequence: int
+    scope: str
+    scope_id: str
+    key: str
+    kind: str
+    action: str
+    revision: int
+    principal: str
+    created_at: datetime
+    value: Any = None
+    value_omitted: bool = False
+
+
+@dataclass(frozen=True)
+class ChangePage:
+    """Events after a cursor, ascending.
+
+    Attributes:
+        items: the matching events.
+        next_cursor: pass as ``after`` for the next page (the last sequence
+            examined; unchanged when nothing new was there).
+        oldest_sequence: the first sequence still retained; a saved cursor
+            below ``oldest_sequence - 1`` has missed trimmed events.
+    """
+
+    items: list[MemoryChangeEvent]
+    next_cursor: int
+    oldest_sequence: int

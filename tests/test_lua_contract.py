@@ -66,6 +66,7 @@ async def test_python_wrappers_pass_the_keys_the_headers_list(rmem: redismem.Mem
     await scope.delete("a")
     await rmem.create_session("s2")
     await rmem.configure(max_value_bytes=4096)
+    await rmem.trim_feed()
     await recording.version()
     assert set(recording.calls) == {f"redismem_{p.stem}" for p in FUNCTION_FILES}
     for path in FUNCTION_FILES:
@@ -93,6 +94,9 @@ def test_lua_and_python_limits_agree() -> None:
         "max_batch": limits.MAX_BATCH,
         "max_revision": limits.MAX_REVISION,
         "feed_value_bytes": limits.FEED_VALUE_BYTES,
+        "feed_retention_ms": limits.FEED_RETENTION_MS,
+        "trim_per_write": limits.TRIM_PER_WRITE,
+        "max_trim_per_call": limits.MAX_TRIM_PER_CALL,
     }
 
 

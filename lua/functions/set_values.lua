@@ -15,7 +15,7 @@
   Reply: array of the new revisions, in item order.
   Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_KEY, INVALID_JSON,
           VALUE_TOO_LARGE, INVALID_TTL, INVALID_REVISION, REVISION_CONFLICT
-  Feed: one "set" event per item, in item order.                          ]]
+  Feed: one "set" event per item, in item order; trims expired events.   ]]
 
 local function set_values(keys, args)
   count_args(args, 8, 'namespace, scope, scope id, ttl, principal, then key, value, expected revision')
@@ -76,6 +76,7 @@ local function set_values(keys, args)
     append_event(feed_key, seq_key, c, item.key, 'value', 'set', revision, principal, now, item.json)
     revisions[i] = revision
   end
+  trim_feed(feed_key, config_key, now, LIMITS.trim_per_write * count)
   return revisions
 end
 

@@ -14,4 +14,7 @@ local LIMITS = {
   max_batch = 1000,
   max_revision = 9007199254740991,    -- 2^53 - 1: exact in a Lua number
   feed_value_bytes = 65536,
+  feed_retention_ms = 2592000000,     -- 30 days; the namespace config may change it
+  trim_per_write = 16,                -- feed events examined for retention per write
+  max_trim_per_call = 100000,
 }

@@ -2,7 +2,10 @@
   to rm:{ns}:feed with entry id <sequence>-0 per change, in the same call as
   the change, so the sequence has no gaps. Entry fields: scope, sid, key,
   kind, action, rev, by, ts, and either value (canonical JSON of at most
-  feed_value_bytes) or omitted=1. Vector and delete events carry neither.  ]]
+  feed_value_bytes) or omitted=1. Vector and delete events carry neither.
+  Retention: trim_feed drops events older than the namespace's
+  feed_retention_ms from the head of the feed, examining at most `budget`
+  events; every write calls it with trim_per_write.                      ]]
 
 local function append_event(feed_key, seq_key, c, key, kind, action, revision, principal, ts, json)
   local sequence = redis.call('INCR', seq_key)
@@ -19,4 +22,37 @@ local function append_event(feed_key, seq_key, c, key, kind, action, revision, p
   end
   redis.call('XADD', feed_key, int_string(sequence) .. '-0', unpack(fields))
   return sequence
+end
+
+local function event_ts(fields)
+  for i = 1, #fields, 2 do
+    if fields[i] == 'ts' then
+      return tonumber(fields[i + 1]) or 0
+    end
+  end
+  return 0
+end
+
+-- Drop expired events from the head of the feed; returns how many.
+local function trim_feed(feed_key, config_key, now, budget)
+  local cutoff = now - config_get(config_key, 'feed_retention_ms')
+  local trimmed = 0
+  while budget > 0 do
+    local batch = redis.call('XRANGE', feed_key, '-', '+', 'COUNT', math.min(budget, 1000))
+    local old = 0
+    while old < #batch and event_ts(batch[old + 1][2]) < cutoff do
+      old = old + 1
+    end
+    if old == 0 then
+      break
+    end
+    local last_old = tonumber(string.match(batch[old][1], '^(%d+)'))
+    redis.call('XTRIM', feed_key, 'MINID', int_string(last_old + 1) .. '-0')
+    trimmed = trimmed + old
+    budget = budget - old
+    if old < #batch then
+      break
+    end
+  end
+  return trimmed
 end

@@ -1,0 +1,175 @@
+"""Reading the change feed: pages of events, and ``watch`` blocking on the
+stream (XREAD BLOCK), so a change reaches a watcher in milliseconds."""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import inspect
+import json
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from redis.asyncio import Redis
+
+from . import keys as K
+from . import limits
+from ._validate import limit_arg
+from .errors import CursorExpiredError, InvalidArgumentError
+from .types import ChangePage, MemoryChangeEvent
+
+Stop = asyncio.Event | Callable[[], bool] | None
+Entries = list[tuple[bytes, dict[bytes, bytes]]]
+_READ_BATCH = 1000
+_SCAN_PAGES = 10
+"""A filtered page examines at most this many times ``limit`` events (at least
+one batch); a page may then come back short, with a cursor to go on from."""
+
+
+@dataclass(frozen=True)
+class EventFilter:
+    """Which events a reader wants: scope kind, scope id, key prefix, key patterns."""
+
+    scope: str | None = None
+    scope_id: str | None = None
+    prefix: str | None = None
+    patterns: tuple[str, ...] = ()
+
+    def __call__(self, event: MemoryChangeEvent) -> bool:
+        if self.scope is not None and event.scope != self.scope:
+            return False
+        if self.scope_id is not None and event.scope_id != self.scope_id:
+            return False
+        if self.prefix and not event.key.startswith(self.prefix):
+            return False
+        return not self.patterns or any(fnmatch.fnmatchcase(event.key, p) for p in self.patterns)
+
+
+def patterns_arg(patterns: str | Iterable[str]) -> tuple[str, ...]:
+    """One shell-style pattern or several, as a tuple."""
+    found = (patterns,) if isinstance(patterns, str) else tuple(patterns)
+    if not found or not all(isinstance(p, str) and p for p in found):
+        raise InvalidArgumentError(f"patterns must be non-empty strings, got {patterns!r}")
+    return found
+
+
+def cursor_arg(after: object) -> int:
+    """A feed cursor: a sequence number >= 0."""
+    if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+        raise InvalidArgumentError(f"after must be a sequence number >= 0, got {after!r}")
+    return after
+
+
+def parse_event(entry_id: bytes, fields: dict[bytes, bytes]) -> MemoryChangeEvent:
+    """The event of one feed entry."""
+    raw = fields.get(b"value")
+    return MemoryChangeEvent(
+        sequence=int(entry_id.split(b"-", 1)[0]),
+        scope=fields[b"scope"].decode(),
+        scope_id=fields[b"sid"].decode(),
+        key=fields[b"key"].decode(),
+        kind=fields[b"kind"].decode(),
+        action=fields[b"action"].decode(),
+        revision=int(fields[b"rev"]),
+        principal=fields[b"by"].decode(),
+        created_at=datetime.fromtimestamp(int(fields[b"ts"]) / 1000, tz=UTC),
+        value=json.loads(raw) if raw is not None else None,
+        value_omitted=fields.get(b"omitted") == b"1",
+    )
+
+
+async def oldest_sequence(client: Redis, ns: str) -> int:
+    """The first retained sequence (one past the last when nothing is retained)."""
+    first = cast(Entries, await client.xrange(K.feed(ns), count=1))
+    if first:
+        return int(first[0][0].split(b"-", 1)[0])
+    last = await client.get(K.sequence(ns))
+    return int(last or 0) + 1
+
+
+async def read_page(client: Redis, ns: str, after: int, limit: int | None,
+                    wanted: EventFilter) -> ChangePage:
+    """Events matching ``wanted`` after sequence ``after``, ascending."""
+    after = cursor_arg(after)
+    limit = int(limit_arg(limit) or limits.DEFAULT_PAGE_LIMIT)
+    oldest = await oldest_sequence(client, ns)
+    items: list[MemoryChangeEvent] = []
+    cursor = after
+    budget = max(_SCAN_PAGES * limit, _READ_BATCH)
+    while budget > 0 and len(items) < limit:
+        entries = cast(Entries, await client.xrange(K.feed(ns), min=f"({cursor}-0", max="+",
+                                                    count=min(_READ_BATCH, budget)))
+        if not entries:
+            break
+        for entry_id, fields in entries:
+            event = parse_event(entry_id, fields)
+            cursor = event.sequence
+            budget -= 1
+            if wanted(event):
+                items.append(event)
+                if len(items) == limit:
+                    break
+    return ChangePage(items, cursor, oldest)
+
+
+async def watch(client: Redis, ns: str, wanted: EventFilter, after: int | None, interval: float,
+                stop: Stop) -> AsyncIterator[MemoryChangeEvent]:
+    """Yield events matching ``wanted`` after ``after`` (None = only new ones),
+    blocking on the stream between them.
+
+    Raises:
+        CursorExpiredError: events after ``after`` were trimmed by retention.
+    """
+    if isinstance(interval, bool) or not isinstance(interval, int | float) or not (
+        0.001 <= interval <= 3600
+    ):
+        raise InvalidArgumentError(f"interval must be 0.001..3600 seconds, got {interval!r}")
+    stopped = _stop_check(stop)
+    feed = K.feed(ns)
+    if after is None:
+        after = int(await client.get(K.sequence(ns)) or 0)
+    last = cursor_arg(after)
+    oldest = await oldest_sequence(client, ns)
+    if last + 1 < oldest:
+        raise _expired(last, oldest)
+    block_ms = max(1, int(interval * 1000))
+    while not stopped():
+        # RESP2 reply: [(stream, entries)], or None when the block timed out
+        reply = cast(list[tuple[bytes, Entries]] | None, await client.xread(
+            {feed: f"{last}-0"}, count=_READ_BATCH, block=block_ms))
+        for _stream, entries in reply or ():
+            for entry_id, fields in entries:
+                event = parse_event(entry_id, fields)
+                if event.sequence != last + 1:  # sequences have no gaps: these were trimmed
+                    raise _expired(last, event.sequence)
+                last = event.sequence
+                if wanted(event):
+                    yield event
+                    if stopped():
+                        return
+
+
+def _expired(after: int, oldest: int) -> CursorExpiredError:
+    return CursorExpiredError(
+        f"cursor {after} is older than the retained feed, which starts at sequence {oldest}; "
+        "events in between were trimmed", after=after, oldest_sequence=oldest)
+
+
+def _stop_check(stop: Stop) -> Callable[[], bool]:
+    if stop is None:
+        return lambda: False
+    if isinstance(stop, asyncio.Event):
+        return stop.is_set
+    if callable(stop):
+        return lambda: bool(stop())
+    raise InvalidArgumentError(f"stop must be an asyncio.Event or a callable, got {stop!r}")
+
+
+async def call_listener(listener: Callable[[MemoryChangeEvent], Any],
+                        event: MemoryChangeEvent) -> None:
+    """Call a sync or async listener."""
+    result = listener(event)
+    if inspect.isawaitable(result):
+        await result
