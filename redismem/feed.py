@@ -126,7 +126,7 @@ async def watch(client: Redis, ns: str, wanted: EventFilter, after: int | None, 
         0.001 <= interval <= 3600
     ):
         raise InvalidArgumentError(f"interval must be 0.001..3600 seconds, got {interval!r}")
-    stopped = _stop_check(stop)
+    stopped = stop_check(stop)
     feed = K.feed(ns)
     if after is None:
         after = int(await client.get(K.sequence(ns)) or 0)
@@ -157,7 +157,7 @@ def _expired(after: int, oldest: int) -> CursorExpiredError:
         "events in between were trimmed", after=after, oldest_sequence=oldest)
 
 
-def _stop_check(stop: Stop) -> Callable[[], bool]:
+def stop_check(stop: Stop) -> Callable[[], bool]:
     if stop is None:
         return lambda: False
     if isinstance(stop, asyncio.Event):

@@ -252,24 +252,32 @@ class Memory:
             CursorExpiredError: a listener's cursor is older than the feed.
         """
 
+        # Listeners end through a shared flag checked between blocking reads,
+        # never by cancelling a read in flight (that can leave redis-py's
+        # connection waiting).
+        halt = asyncio.Event()
+        user_stop = feed.stop_check(stop)
+
+        def stopped() -> bool:
+            return halt.is_set() or user_stop()
+
         async def run(wanted: feed.EventFilter, after: int | None, interval: float,
                       listener: Listener) -> None:
             async for event in feed.watch(self.client, self.namespace, wanted, after, interval,
-                                          stop):
+                                          stopped):
                 await feed.call_listener(listener, event)
 
         tasks = [asyncio.create_task(run(*spec)) for spec in self._listeners]
         if not tasks:
             return
         try:
-            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-            for task in done:
-                if task.exception() is not None:
-                    raise task.exception()  # type: ignore[misc]
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
         finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            halt.set()
+            results = await asyncio.gather(*tasks, return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
 
     async def trim_feed(self) -> int:
         """Drop events older than the namespace's ``feed_retention_ms`` now;
