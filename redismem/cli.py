@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import fnmatch
 import functools
 import json
 import sys
@@ -17,6 +19,7 @@ from .errors import RedisMemError
 from .functions import bundled
 from .memory import Memory, connect, open_client, resolve_url
 from .scope import MemoryScope
+from .types import MemoryChangeEvent
 
 T = TypeVar("T")
 _SCOPES = ("session", "actor", "workflow", "global")
@@ -26,6 +29,8 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro``; turn our errors and connection failures into one line, exit 1."""
     try:
         return asyncio.run(coro)
+    except KeyboardInterrupt:
+        raise click.exceptions.Exit(130) from None
     except (RedisMemError, ValueError, redis.RedisError, OSError) as exc:
         raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
 
@@ -216,6 +221,78 @@ async def keys_cmd(mem: Memory, scope_spec: str, prefix: str | None, kind: Any, 
     """List key names of a scope, ascending."""
     names = await _scope(mem, scope_spec).list_keys(prefix, kind=kind, max_keys=max_keys)
     _emit(names, as_json, "\n".join)
+
+
+def _event_dict(event: MemoryChangeEvent) -> dict[str, Any]:
+    data = dataclasses.asdict(event)
+    data["created_at"] = event.created_at.isoformat()
+    return data
+
+
+def _event_line(event: MemoryChangeEvent) -> str:
+    where = f"{event.scope}:{event.scope_id}"
+    value = "" if event.action == "delete" else (
+        " (value omitted)" if event.value_omitted else f" = {json.dumps(event.value)}")
+    when = event.created_at.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
+    return (f"{event.sequence} {when} {event.action} {event.kind} {where} {event.key} "
+            f"rev {event.revision} by {event.principal}{value}")
+
+
+@main.command()
+@url_option
+@namespace_option
+@click.option("--scope", "-s", "scope_spec", default=None,
+              help="Only this scope kind (session) or scope (session:ID).")
+@click.option("--after", type=int, default=0, show_default=True, help="Start after this sequence.")
+@click.option("--pattern", "-p", "patterns", multiple=True, help="Shell-style key pattern.")
+@click.option("--follow", "-f", is_flag=True, help="Keep waiting for new events.")
+@click.option("--limit", type=int, default=1000, show_default=True,
+              help="Events per page read (without --follow).")
+@json_option
+@_with_memory
+async def changes(mem: Memory, scope_spec: str | None, after: int, patterns: tuple[str, ...],
+                  follow: bool, limit: int, as_json: bool) -> None:
+    """Print change events of the namespace (JSON Lines with --json)."""
+    kind, _, sid = (scope_spec or "").partition(":")
+    scoped = _scope(mem, scope_spec or "") if sid or kind == "global" else None
+    show: Callable[[MemoryChangeEvent], None] = (
+        (lambda e: click.echo(json.dumps(_event_dict(e), sort_keys=True))) if as_json
+        else (lambda e: click.echo(_event_line(e))))
+    if follow:
+        stream = (scoped.watch(patterns or "*", after=after) if scoped
+                  else mem.watch(patterns or "*", scope=kind or None, after=after))
+        async for event in stream:
+            show(event)
+        return
+    cursor = after
+    while True:
+        page = await (scoped.changes(after=cursor, limit=limit) if scoped
+                      else mem.changes(after=cursor, limit=limit, scope=kind or None))
+        if cursor + 1 < page.oldest_sequence:
+            click.echo(f"warning: events after {cursor} up to {page.oldest_sequence - 1} "
+                       "were trimmed by retention", err=True)
+        for event in page.items:
+            if not patterns or any(fnmatch.fnmatchcase(event.key, p) for p in patterns):
+                show(event)
+        if page.next_cursor == cursor:
+            return
+        cursor = page.next_cursor
+
+
+@main.command()
+@url_option
+@click.argument("namespace", default="default")
+@json_option
+def trim(url: str | None, namespace: str, as_json: bool) -> None:
+    """Drop change events of NAMESPACE older than its retention now."""
+
+    async def run() -> int:
+        async with await connect(url, namespace=namespace) as mem:
+            return await mem.trim_feed()
+
+    dropped = _run(run())
+    _emit({"namespace": namespace, "trimmed": dropped}, as_json,
+          lambda d: f"trimmed {d['trimmed']} events from {d['namespace']}")
 
 
 @main.command()

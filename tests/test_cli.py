@@ -103,3 +103,41 @@ def test_load_functions(redis_url: str) -> None:
 def test_version() -> None:
     out = CliRunner().invoke(main, ["version"])
     assert out.exit_code == 0 and "Lua library version" in out.output
+
+
+def test_changes_and_trim(redis_url: str, ns: str) -> None:
+    runner = CliRunner()
+    base = ["--url", redis_url, "--namespace", ns]
+    runner.invoke(main, ["set", *base, "--scope", "session:a", "user:1", '{"x": 1}'])
+    runner.invoke(main, ["set", *base, "--scope", "global", "task:1", "2"])
+    runner.invoke(main, ["del", *base, "--scope", "session:a", "user:1"])
+    out = runner.invoke(main, ["changes", *base])
+    lines = out.output.splitlines()
+    assert out.exit_code == 0 and len(lines) == 3
+    assert lines[0].startswith("1 ") and 'set value session:a user:1 rev 1' in lines[0]
+    assert lines[0].endswith('= {"x": 1}') and "delete value session:a user:1 rev 2" in lines[2]
+    out = runner.invoke(main, ["changes", *base, "--scope", "session", "--json"])
+    events = [json.loads(line) for line in out.output.splitlines()]
+    assert [(e["sequence"], e["action"]) for e in events] == [(1, "set"), (3, "delete")]
+    out = runner.invoke(main, ["changes", *base, "--scope", "global", "--pattern", "task:*"])
+    assert len(out.output.splitlines()) == 1 and "task:1" in out.output
+    out = runner.invoke(main, ["changes", *base, "--after", "2", "--json"])
+    assert [json.loads(line)["sequence"] for line in out.output.splitlines()] == [3]
+    out = runner.invoke(main, ["trim", "--url", redis_url, ns, "--json"])
+    assert json.loads(out.output) == {"namespace": ns, "trimmed": 0}
+
+
+def test_changes_follow_through_console_script(redis_url: str, ns: str) -> None:
+    exe = shutil.which("redismem")
+    assert exe is not None
+    with subprocess.Popen([exe, "changes", "--url", redis_url, "--namespace", ns, "--follow",
+                           "--json", "--pattern", "live:*"], stdout=subprocess.PIPE,
+                          text=True) as follower:
+        try:
+            for key in ("other", "live:1"):
+                CliRunner().invoke(main, ["set", "--url", redis_url, "--namespace", ns, key, "1"])
+            assert follower.stdout is not None
+            event = json.loads(follower.stdout.readline())
+            assert (event["key"], event["value"], event["sequence"]) == ("live:1", 1, 2)
+        finally:
+            follower.terminate()
