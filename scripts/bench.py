@@ -1,6 +1,7 @@
 """redismem benchmarks against raw redis-py on the same server in the same run.
 
     python scripts/bench.py kv [--n 5000] [--url URL] [--json]
+    python scripts/bench.py feed [--n 2000] [--url URL] [--json]
 
 Without --url a fresh embedded server is started in a temporary directory
 (AOF on, appendfsync everysec) and stopped afterwards. Figures are ops/s of
@@ -17,6 +18,7 @@ import platform
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
@@ -125,6 +127,100 @@ async def bench_kv(url: str, n: int) -> list[dict[str, Any]]:
     return rows
 
 
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _watch_in_thread(url: str, ns: str, received: dict[int, float], ready: threading.Event,
+                     stop: threading.Event, poll: float | None) -> threading.Thread:
+    """A watcher with its own event loop and connection, as another worker would have;
+    ``poll`` set = a polling loop calling changes() every ``poll`` seconds instead."""
+
+    async def run() -> None:
+        async with await redismem.connect(url, namespace=ns, principal="watcher") as mem:
+            scope = mem.global_scope()
+            ready.set()
+            if poll is None:
+                async for event in scope.watch("*", after=None, interval=0.1, stop=stop.is_set):
+                    received[event.sequence] = time.perf_counter()
+                return
+            cursor = int(await mem.client.get(K.sequence(ns)) or 0)
+            while not stop.is_set():
+                page = await scope.changes(after=cursor, limit=1000)
+                now = time.perf_counter()
+                for event in page.items:
+                    received[event.sequence] = now
+                cursor = page.next_cursor
+                await asyncio.sleep(poll)
+
+    thread = threading.Thread(target=asyncio.run, args=(run(),), daemon=True)
+    thread.start()
+    return thread
+
+
+async def bench_feed(url: str, n: int) -> list[dict[str, Any]]:
+    ns = "bench" + uuid.uuid4().hex[:8]
+    rows: list[dict[str, Any]] = []
+    async with await redismem.connect(url, namespace=ns, principal="bench") as mem:
+        scope = mem.global_scope()
+        for label, poll, count, gap in (("watch (XREAD BLOCK)", None, n, 0.0),
+                                        ("polling every 0.25 s", 0.25, 40, 0.05)):
+            received: dict[int, float] = {}
+            ready, stop = threading.Event(), threading.Event()
+            thread = _watch_in_thread(url, ns, received, ready, stop, poll)
+            ready.wait(10)
+            await asyncio.sleep(0.3)
+            acked: dict[int, float] = {}
+            sent: dict[int, float] = {}
+            first = int(await mem.client.get(K.sequence(ns)) or 0) + 1
+            for i in range(count):
+                sent[first + i] = time.perf_counter()
+                await scope.set(f"k{i % 50}", i)
+                acked[first + i] = time.perf_counter()
+                deadline = time.perf_counter() + 2
+                while poll is None and first + i not in received and time.perf_counter() < deadline:
+                    await asyncio.sleep(0)
+                if gap:
+                    await asyncio.sleep(gap)
+            await asyncio.sleep(0.6 if poll else 0.05)
+            stop.set()
+            thread.join(5)
+            for start, what in ((acked, "write ack"), (sent, "write call")):
+                latencies = [(received[s] - t) * 1000 for s, t in start.items() if s in received]
+                rows.append({"op": f"{what} -> watcher, {label}", "count": len(latencies),
+                             "p50_ms": statistics.median(latencies),
+                             "p99_ms": _percentile(latencies, 0.99)})
+        await scope.set_many({f"p{i}": i for i in range(1000)})
+        start_seq = int(await mem.client.get(K.sequence(ns))) - 1000
+        rm_times, raw_times = [], []
+        for _ in range(30):
+            t0 = time.perf_counter()
+            page = await mem.changes(after=start_seq, limit=1000)
+            rm_times.append((time.perf_counter() - t0) * 1000)
+            assert len(page.items) == 1000
+            t0 = time.perf_counter()
+            await mem.client.xrange(K.feed(ns), min=f"({start_seq}-0", count=1000)
+            raw_times.append((time.perf_counter() - t0) * 1000)
+        rows.append({"op": "read a 1,000-event page", "count": 30,
+                     "p50_ms": statistics.median(rm_times),
+                     "p99_ms": _percentile(rm_times, 0.99),
+                     "raw_xrange_p50_ms": statistics.median(raw_times)})
+        async for key in mem.client.scan_iter(match=K.pattern(ns), count=1000):
+            await mem.client.delete(key)
+    return rows
+
+
+def feed_table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| measurement | events | p50 | p99 |", "|---|---:|---:|---:|"]
+    for row in rows:
+        extra = (f" (raw XRANGE: {row['raw_xrange_p50_ms']:.2f} ms)"
+                 if "raw_xrange_p50_ms" in row else "")
+        lines.append(f"| {row['op']}{extra} | {row['count']} | {row['p50_ms']:.2f} ms | "
+                     f"{row['p99_ms']:.2f} ms |")
+    return "\n".join(lines)
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     lines = ["| operation | raw redis-py | raw | redismem | ratio | target |",
              "|---|---|---:|---:|---:|---:|"]
@@ -144,18 +240,22 @@ def table(rows: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("suite", choices=["kv"])
+    parser.add_argument("suite", choices=["kv", "feed"])
     parser.add_argument("--n", type=int, default=5000, help="operations per measurement")
     parser.add_argument("--url", default=None, help="benchmark this server instead")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     with server_url(args.url) as url:
-        rows = asyncio.run(bench_kv(url, args.n))
+        if args.suite == "kv":
+            rows = asyncio.run(bench_kv(url, args.n))
+        else:
+            rows = asyncio.run(bench_feed(url, min(args.n, 2000)))
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
-        print(f"# kv, n={args.n}, Python {platform.python_version()}, {platform.machine()}")
-        print(table(rows))
+        print(f"# {args.suite}, n={args.n}, Python {platform.python_version()}, "
+              f"{platform.machine()}")
+        print(table(rows) if args.suite == "kv" else feed_table(rows))
     return 0
 
 
