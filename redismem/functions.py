@@ -127,11 +127,9 @@ async def ensure_library(client: Redis, *, force: bool = False) -> LoadResult:
     return LoadResult("loaded" if previous is None else "replaced", previous, source.version)
 
 
-def _raise_mapped(exc: ResponseError, key: str | None = None) -> RedisMemError:
-    mapped = from_reply(str(exc), key=key)
-    if mapped is None:
-        raise exc
-    return mapped
+def _mapped_error(exc: ResponseError, key: str | None = None) -> RedisMemError | ResponseError:
+    """Our exception for a Lua error reply, or ``exc`` itself when the code is not ours."""
+    return from_reply(str(exc), key=key) or exc
 
 
 class Functions:
@@ -147,7 +145,7 @@ class Functions:
             return await self._client.execute_command(  # type: ignore[no-untyped-call]
                 command, name, len(keys), *keys, *args)
         except ResponseError as exc:
-            raise _raise_mapped(exc, key) from None
+            raise _mapped_error(exc, key) from None
 
     async def version(self) -> int:
         """``redismem_version``."""

@@ -1,6 +1,6 @@
 """redismem benchmarks against raw redis-py on the same server in the same run.
 
-    python scripts/bench.py kv [--n 5000] [--url URL] [--json]
+    python scripts/bench.py kv [--n 10000] [--url URL] [--json]
     python scripts/bench.py feed [--n 2000] [--url URL] [--json]
 
 Without --url a fresh embedded server is started in a temporary directory
@@ -241,19 +241,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("suite", choices=["kv", "feed"])
-    parser.add_argument("--n", type=int, default=5000, help="operations per measurement")
+    parser.add_argument("--n", type=int, default=None,
+                        help="operations per measurement (default: kv 10000, feed 2000)")
     parser.add_argument("--url", default=None, help="benchmark this server instead")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    n = args.n or (10_000 if args.suite == "kv" else 2000)
     with server_url(args.url) as url:
-        if args.suite == "kv":
-            rows = asyncio.run(bench_kv(url, args.n))
-        else:
-            rows = asyncio.run(bench_feed(url, min(args.n, 2000)))
+        rows = asyncio.run(bench_kv(url, n) if args.suite == "kv" else bench_feed(url, n))
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
-        print(f"# {args.suite}, n={args.n}, Python {platform.python_version()}, "
+        print(f"# {args.suite}, n={n}, Python {platform.python_version()}, "
               f"{platform.machine()}")
         print(table(rows) if args.suite == "kv" else feed_table(rows))
     return 0
