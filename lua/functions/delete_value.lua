@@ -23,30 +23,15 @@ local function delete_value(keys, args)
   local principal = check_id('principal', args[6])
   expect_keys(keys, 7)
   local value_key = expect_key(keys, 1, SCHEMA.value(c, key))
-  local names_key = expect_key(keys, 2, SCHEMA.names(c, 'val'))
-  local expiry_key = expect_key(keys, 3, SCHEMA.expiry(c, 'val'))
-  local revisions_key = expect_key(keys, 4, SCHEMA.revisions(c, 'val'))
-  local feed_key = expect_key(keys, 5, SCHEMA.feed(c))
-  local seq_key = expect_key(keys, 6, SCHEMA.sequence(c))
-  local config_key = expect_key(keys, 7, SCHEMA.config(c))
-
-  local current = tonumber(redis.call('HGET', value_key, 'rev')) or 0
-  if expected ~= nil and expected ~= current then
-    fail('REVISION_CONFLICT', 'expected ' .. int_string(expected) .. ' actual ' .. int_string(current)
-         .. ' key ' .. show(key))
-  end
-  local now = now_ms()
-  prune_expired(names_key, expiry_key, now)
-  if current == 0 then
-    return 0
-  end
-  local revision = next_revision(revisions_key, key, current)
-  redis.call('DEL', value_key)
-  redis.call('ZREM', names_key, key)
-  redis.call('ZREM', expiry_key, key)
-  append_event(feed_key, seq_key, c, key, 'value', 'delete', revision, principal, now, nil)
-  trim_feed(feed_key, config_key, now, LIMITS.trim_per_write)
-  return 1
+  local w = {c = c, kind = 'value', principal = principal,
+             names = expect_key(keys, 2, SCHEMA.names(c, 'val')),
+             expiry = expect_key(keys, 3, SCHEMA.expiry(c, 'val')),
+             revisions = expect_key(keys, 4, SCHEMA.revisions(c, 'val')),
+             feed = expect_key(keys, 5, SCHEMA.feed(c)),
+             seq = expect_key(keys, 6, SCHEMA.sequence(c)),
+             config = expect_key(keys, 7, SCHEMA.config(c)),
+             now = now_ms()}
+  return remove_entry(w, value_key, key, expected)
 end
 
 register('redismem_delete_value', delete_value)

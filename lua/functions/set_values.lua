@@ -22,22 +22,16 @@ local function set_values(keys, args)
   local c = scope_args(args, 1)
   local ttl = parse_ttl(args[4])
   local principal = check_id('principal', args[5])
-  local extra = #args - 5
-  if extra % 3 ~= 0 then
-    fail('INVALID_ARGUMENT', 'items come as key, value, expected revision triples; got ' .. extra .. ' arguments')
-  end
-  local count = extra / 3
-  if count > LIMITS.max_batch then
-    fail('INVALID_ARGUMENT', 'at most ' .. LIMITS.max_batch .. ' items per call, got ' .. count)
-  end
+  local count = item_count(args, 5, 3, 'key, value, expected revision')
   expect_keys(keys, 6 + count)
-  local names_key = expect_key(keys, 1, SCHEMA.names(c, 'val'))
-  local expiry_key = expect_key(keys, 2, SCHEMA.expiry(c, 'val'))
-  local revisions_key = expect_key(keys, 3, SCHEMA.revisions(c, 'val'))
-  local feed_key = expect_key(keys, 4, SCHEMA.feed(c))
-  local seq_key = expect_key(keys, 5, SCHEMA.sequence(c))
-  local config_key = expect_key(keys, 6, SCHEMA.config(c))
-  local limit = config_get(config_key, 'max_value_bytes')
+  local w = {c = c, kind = 'value', ttl = ttl, principal = principal,
+             names = expect_key(keys, 1, SCHEMA.names(c, 'val')),
+             expiry = expect_key(keys, 2, SCHEMA.expiry(c, 'val')),
+             revisions = expect_key(keys, 3, SCHEMA.revisions(c, 'val')),
+             feed = expect_key(keys, 4, SCHEMA.feed(c)),
+             seq = expect_key(keys, 5, SCHEMA.sequence(c)),
+             config = expect_key(keys, 6, SCHEMA.config(c))}
+  local limit = config_get(w.config, 'max_value_bytes')
 
   local items, seen = {}, {}
   for i = 1, count do
@@ -51,32 +45,17 @@ local function set_values(keys, args)
     local json = check_json(args[base + 1], limit)
     local expected = parse_expected(args[base + 2])
     local current = tonumber(redis.call('HGET', value_key, 'rev')) or 0
-    if expected ~= nil and expected ~= current then
-      fail('REVISION_CONFLICT', 'expected ' .. int_string(expected) .. ' actual ' .. int_string(current)
-           .. ' key ' .. show(key))
-    end
+    check_expected(key, expected, current)
     items[i] = {key = key, value_key = value_key, json = json, current = current}
   end
 
-  local now = now_ms()
-  prune_expired(names_key, expiry_key, now)
+  w.now = now_ms()
+  prune_expired(w.names, w.expiry, w.now)
   local revisions = {}
   for i, item in ipairs(items) do
-    local revision = next_revision(revisions_key, item.key, item.current)
-    redis.call('HSET', item.value_key, 'v', item.json, 'rev', int_string(revision),
-               'ts', int_string(now), 'by', principal)
-    if ttl == '' then
-      redis.call('PERSIST', item.value_key)
-      redis.call('ZREM', expiry_key, item.key)
-    elseif ttl ~= 'KEEPTTL' then
-      redis.call('PEXPIREAT', item.value_key, int_string(now + ttl))
-      redis.call('ZADD', expiry_key, int_string(now + ttl), item.key)
-    end
-    redis.call('ZADD', names_key, 0, item.key)
-    append_event(feed_key, seq_key, c, item.key, 'value', 'set', revision, principal, now, item.json)
-    revisions[i] = revision
+    revisions[i] = store_entry(w, item.value_key, item.key, item.current, {'v', item.json}, item.json)
   end
-  trim_feed(feed_key, config_key, now, LIMITS.trim_per_write * count)
+  trim_feed(w.feed, w.config, w.now, LIMITS.trim_per_write * count)
   return revisions
 end
 

@@ -103,3 +103,18 @@ local function parse_cursor(text)
   local key = string.gsub(text, '%x%x', function(h) return string.char(tonumber(h, 16)) end)
   return key
 end
+
+-- How many fixed-width items follow ARGV[first]: `width` arguments each,
+-- 1..max_batch of them.
+local function item_count(args, first, width, what)
+  local extra = #args - first
+  if extra % width ~= 0 or extra == 0 then
+    fail('INVALID_ARGUMENT', 'items come as ' .. what .. ' (' .. width .. ' arguments each); got '
+         .. extra .. ' arguments')
+  end
+  local count = extra / width
+  if count > LIMITS.max_batch then
+    fail('INVALID_ARGUMENT', 'at most ' .. LIMITS.max_batch .. ' items per call, got ' .. count)
+  end
+  return count
+end

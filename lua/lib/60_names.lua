@@ -30,3 +30,54 @@ local function next_revision(revisions_key, name, current)
   redis.call('HSET', revisions_key, name, int_string(revision))
   return revision
 end
+
+local function check_expected(name, expected, current)
+  if expected ~= nil and expected ~= current then
+    fail('REVISION_CONFLICT', 'expected ' .. int_string(expected) .. ' actual ' .. int_string(current)
+         .. ' key ' .. show(name))
+  end
+end
+
+-- The keys and settings one write call shares across its items:
+-- w = {c, kind ('value'|'vector'), names, expiry, revisions, feed, seq, config,
+--      ttl ('' | 'KEEPTTL' | ms), principal, now}
+
+-- Store one entry: its fields plus rev/ts/by, its expiry, its name in the
+-- listing and its "set" event (carrying `json` for values). Returns its revision.
+local function store_entry(w, item_key, name, current, fields, json)
+  local revision = next_revision(w.revisions, name, current)
+  fields[#fields + 1] = 'rev'
+  fields[#fields + 1] = int_string(revision)
+  fields[#fields + 1] = 'ts'
+  fields[#fields + 1] = int_string(w.now)
+  fields[#fields + 1] = 'by'
+  fields[#fields + 1] = w.principal
+  redis.call('HSET', item_key, unpack(fields))
+  if w.ttl == '' then
+    redis.call('PERSIST', item_key)
+    redis.call('ZREM', w.expiry, name)
+  elseif w.ttl ~= 'KEEPTTL' then
+    redis.call('PEXPIREAT', item_key, int_string(w.now + w.ttl))
+    redis.call('ZADD', w.expiry, int_string(w.now + w.ttl), name)
+  end
+  redis.call('ZADD', w.names, 0, name)
+  append_event(w.feed, w.seq, w.c, name, w.kind, 'set', revision, w.principal, w.now, json)
+  return revision
+end
+
+-- Delete one entry if `expected` matches; 1 when deleted, 0 when absent.
+local function remove_entry(w, item_key, name, expected)
+  local current = tonumber(redis.call('HGET', item_key, 'rev')) or 0
+  check_expected(name, expected, current)
+  prune_expired(w.names, w.expiry, w.now)
+  if current == 0 then
+    return 0
+  end
+  local revision = next_revision(w.revisions, name, current)
+  redis.call('DEL', item_key)
+  redis.call('ZREM', w.names, name)
+  redis.call('ZREM', w.expiry, name)
+  append_event(w.feed, w.seq, w.c, name, w.kind, 'delete', revision, w.principal, w.now, nil)
+  trim_feed(w.feed, w.config, w.now, LIMITS.trim_per_write)
+  return 1
+end
