@@ -9,9 +9,11 @@ from .errors import (
     InvalidCursorError,
     InvalidIdError,
     InvalidKeyError,
+    InvalidMetadataError,
     InvalidRevisionError,
     InvalidTTLError,
     InvalidValueError,
+    InvalidVectorError,
     LibraryVersionError,
     RedisMemError,
     ServerNotFoundError,
@@ -27,7 +29,15 @@ from .memory import (
     workflow_scope,
 )
 from .scope import MemoryScope
-from .types import Capabilities, ChangePage, KeyPage, MemoryChangeEvent, MemoryValue
+from .types import (
+    Capabilities,
+    ChangePage,
+    KeyPage,
+    MemoryChangeEvent,
+    MemoryValue,
+    VectorMatch,
+    VectorValue,
+)
 
 __version__ = "0.1.0"
 
@@ -40,9 +50,11 @@ __all__ = [
     "InvalidCursorError",
     "InvalidIdError",
     "InvalidKeyError",
+    "InvalidMetadataError",
     "InvalidRevisionError",
     "InvalidTTLError",
     "InvalidValueError",
+    "InvalidVectorError",
     "KeyPage",
     "LibraryVersionError",
     "Memory",
@@ -53,6 +65,8 @@ __all__ = [
     "ServerNotFoundError",
     "ServerStartError",
     "ValueTooLargeError",
+    "VectorMatch",
+    "VectorValue",
     "connect",
     "current_session",
     "current_workflow",

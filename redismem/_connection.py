@@ -19,6 +19,10 @@ class Connection:
     namespace: str
     principal: str
     settings: dict[str, int] = field(default_factory=dict)
+    search: bool = False
+    """The server has the search module: vectors are searched through indexes."""
+    indexed_dims: set[int] = field(default_factory=set)
+    """Dimensions whose index this connection has made sure of."""
 
     @property
     def max_value_bytes(self) -> int:

@@ -60,6 +60,20 @@ class InvalidCursorError(InvalidArgumentError):
     code = "invalid_cursor"
 
 
+class InvalidVectorError(InvalidArgumentError):
+    """An embedding is empty, too long, not finite, the zero vector, or of the
+    wrong dimension for the vectors it is compared with."""
+
+    code = "invalid_vector"
+
+
+class InvalidMetadataError(InvalidArgumentError):
+    """Vector metadata is not a JSON object of at most 16 KiB, or a filter is
+    not a dict of scalar values."""
+
+    code = "invalid_metadata"
+
+
 class ConflictError(RedisMemError):
     """An expected revision did not match the stored one; nothing was changed.
 
@@ -122,6 +136,8 @@ BY_CODE: dict[str, type[RedisMemError]] = {
     "INVALID_TTL": InvalidTTLError,
     "INVALID_REVISION": InvalidRevisionError,
     "INVALID_CURSOR": InvalidCursorError,
+    "INVALID_VECTOR": InvalidVectorError,
+    "INVALID_METADATA": InvalidMetadataError,
     "REVISION_CONFLICT": ConflictError,
 }
 

@@ -166,6 +166,31 @@ class Functions:
         reply = await self._call("redismem_get_values", keys, (), read_only=True)
         return list(zip(reply[::2], reply[1::2], strict=True))
 
+    async def set_vectors(self, keys: Sequence[str], ns: str, scope: str, sid: str, ttl: str,
+                          principal: str, items: Sequence[tuple[str, bytes, str, str]]
+                          ) -> list[int]:
+        """``redismem_set_vectors``; ``items`` are (key, float32 bytes, metadata JSON,
+        expected) quadruples."""
+        args: list[str | bytes | int] = [ns, scope, sid, ttl, principal]
+        for item in items:
+            args.extend(item)
+        only = items[0][0] if len(items) == 1 else None
+        reply = await self._call("redismem_set_vectors", keys, args, key=only)
+        return [int(revision) for revision in reply]
+
+    async def get_vectors(self, keys: Sequence[str]
+                          ) -> list[tuple[bytes | None, bytes | None, int]]:
+        """``redismem_get_vectors``: (embedding bytes, metadata JSON, revision) per key."""
+        reply = await self._call("redismem_get_vectors", keys, (), read_only=True)
+        return list(zip(reply[::3], reply[1::3], reply[2::3], strict=True))
+
+    async def delete_vector(self, keys: Sequence[str], ns: str, scope: str, sid: str, key: str,
+                            expected: str, principal: str) -> bool:
+        """``redismem_delete_vector``."""
+        reply = await self._call("redismem_delete_vector", keys,
+                                 [ns, scope, sid, key, expected, principal], key=key)
+        return bool(reply)
+
     async def delete_value(self, keys: Sequence[str], ns: str, scope: str, sid: str, key: str,
                            expected: str, principal: str) -> bool:
         """``redismem_delete_value``."""

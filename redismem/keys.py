@@ -24,6 +24,27 @@ def value(ns: str, scope: str, sid: str, key: str) -> str:
     return f"{base(ns)}val:{scope}:{sid}:{key}"
 
 
+def vector(ns: str, scope: str, sid: str, key: str) -> str:
+    """Hash holding one vector: ``emb`` float32 bytes, ``meta`` JSON, ``rev``,
+    ``ts``, ``by`` and the indexed fields ``_dim``, ``_sc``, ``_meta``."""
+    return f"{base(ns)}vec:{scope}:{sid}:{key}"
+
+
+def vector_prefix(ns: str) -> str:
+    """The prefix of every vector hash of namespace ``ns`` (what indexes cover)."""
+    return f"{base(ns)}vec:"
+
+
+def vector_dims(ns: str, scope: str, sid: str) -> str:
+    """Hash of dimension -> number of vectors of one scope stored with it."""
+    return f"{base(ns)}vdims:{scope}:{sid}"
+
+
+def vector_index(ns: str, dim: int) -> str:
+    """The RediSearch HNSW index of the vectors of dimension ``dim`` in ``ns``."""
+    return f"{base(ns)}idx:vec:{dim}"
+
+
 def names(ns: str, kind: Kind, scope: str, sid: str) -> str:
     """Zset (score 0) of the key names of one scope, for ordered listing."""
     return f"{base(ns)}keys:{_KIND_TAG[kind]}:{scope}:{sid}"

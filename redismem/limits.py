@@ -22,3 +22,7 @@ FEED_RETENTION_MS = 2_592_000_000
 TRIM_PER_WRITE = 16
 """Feed events each write examines for retention (bounded work per write)."""
 MAX_TRIM_PER_CALL = 100_000
+MAX_VECTOR_DIM = 4096
+MAX_METADATA_BYTES = 16_384
+"""Largest vector metadata, as canonical JSON."""
+MAX_TOP_K = 1000

@@ -383,7 +383,9 @@ async def connect(url: str | None = None, *, namespace: str = "default",
         loaded = await ensure_library(client)
         backend = "memory" if resolved.startswith(MEMORY_URL) else "redis"
         capabilities = await detect_capabilities(client, backend, loaded.version)
-        memory = Memory(Connection(client, Functions(client), namespace, who), capabilities)
+        connection = Connection(client, Functions(client), namespace, who,
+                                search=capabilities.search)
+        memory = Memory(connection, capabilities)
         await memory.settings()
     except BaseException:
         await client.aclose()

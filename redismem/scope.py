@@ -9,12 +9,26 @@ import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
+import numpy as np
+
 from . import _validate as check
 from . import feed
 from . import keys as K
+from . import vectors as V
 from ._connection import Connection
-from .errors import ConflictError, InvalidArgumentError
-from .types import ChangePage, KeyKind, KeyPage, MemoryChangeEvent, MemoryValue, ScopeKind
+from .errors import ConflictError, InvalidArgumentError, InvalidVectorError
+from .types import (
+    ChangePage,
+    KeyKind,
+    KeyPage,
+    MemoryChangeEvent,
+    MemoryValue,
+    ScopeKind,
+    VectorMatch,
+    VectorValue,
+)
+
+VectorItem = tuple[str, Any] | tuple[str, Any, Mapping[str, Any] | None]
 
 _BACKOFF_CAP = 0.05
 
@@ -209,6 +223,154 @@ class MemoryScope:
             if page.next_cursor is None:
                 return names
             cursor = page.next_cursor
+
+    # vectors
+
+    def _vector_key(self, key: str) -> str:
+        return K.vector(self._conn.namespace, self.scope, self.scope_id, key)
+
+    async def _ensure_indexes(self, dims: Iterable[int]) -> None:
+        if not self._conn.search:
+            return
+        for dim in set(dims) - self._conn.indexed_dims:
+            await V.ensure_index(self._conn.client, self._conn.namespace, dim,
+                                 V.HnswParams.from_settings(self._conn.settings))
+            self._conn.indexed_dims.add(dim)
+
+    async def set_vector(self, key: str, embedding: Any,
+                         metadata: Mapping[str, Any] | None = None, *,
+                         expected_revision: int | None = None,
+                         ttl_seconds: float | None = None) -> int:
+        """Store an embedding (stored as float32) with JSON metadata; returns the
+        vector's revision. Vector keys have revisions of their own, apart from
+        value keys of the same name, with the same compare-and-set rules.
+
+        Raises:
+            InvalidVectorError: dimension not 1..4096, a component not finite,
+                or the zero vector.
+            InvalidMetadataError: metadata not a JSON object of at most 16 KiB.
+            ConflictError: the stored revision is not ``expected_revision``.
+        """
+        blob, dim = V.embedding_bytes(embedding)
+        item = (check.check_key(key), blob, V.metadata_json(metadata),
+                check.expected_arg(expected_revision))
+        return (await self._set_vector_items([item], [dim], check.ttl_arg(ttl_seconds)))[0]
+
+    async def set_vectors(self, items: Iterable[VectorItem] | Mapping[str, Any], *,
+                          ttl_seconds: float | None = None) -> dict[str, int]:
+        """Store up to 1,000 vectors atomically: ``(key, embedding)`` or ``(key,
+        embedding, metadata)`` tuples, or a mapping of key to embedding.
+        Returns key -> revision.
+
+        Raises:
+            InvalidVectorError, InvalidMetadataError, InvalidArgumentError: as
+                ``set_vector``, or more than 1,000 items; nothing is written.
+        """
+        pairs = list(items.items()) if isinstance(items, Mapping) else list(items)
+        check.batch_size(len(pairs))
+        prepared, dims = [], []
+        for entry in pairs:
+            if not isinstance(entry, tuple) or len(entry) not in (2, 3):
+                raise InvalidArgumentError(
+                    f"items must be (key, embedding[, metadata]) tuples, got {entry!r}")
+            blob, dim = V.embedding_bytes(entry[1])
+            metadata = entry[2] if len(entry) == 3 else None
+            prepared.append((check.check_key(entry[0]), blob, V.metadata_json(metadata), ""))
+            dims.append(dim)
+        if not prepared:
+            return {}
+        revisions = await self._set_vector_items(prepared, dims, check.ttl_arg(ttl_seconds))
+        return {item[0]: revision for item, revision in zip(prepared, revisions, strict=True)}
+
+    async def _set_vector_items(self, items: list[tuple[str, bytes, str, str]], dims: list[int],
+                                ttl: str) -> list[int]:
+        await self._ensure_indexes(dims)
+        ns, scope, sid = self._scope_args()
+        keys = [K.names(ns, "vector", scope, sid), K.expiry(ns, "vector", scope, sid),
+                K.revisions(ns, "vector", scope, sid), K.vector_dims(ns, scope, sid),
+                K.feed(ns), K.sequence(ns), K.config(ns),
+                *(self._vector_key(item[0]) for item in items)]
+        return await self._conn.functions.set_vectors(keys, ns, scope, sid, ttl,
+                                                      self._conn.principal, items)
+
+    async def get_vector(self, key: str) -> VectorValue:
+        """Read a vector; absent or expired: ``VectorValue(None, None, 0, False)``."""
+        [(blob, meta, revision)] = await self._conn.functions.get_vectors(
+            [self._vector_key(check.check_key(key))])
+        if blob is None or meta is None:
+            return VectorValue(None, None, 0, False)
+        embedding = np.frombuffer(blob, dtype="<f4").astype(float).tolist()
+        return VectorValue(embedding, json.loads(meta), revision, True)
+
+    async def delete_vector(self, key: str, *, expected_revision: int | None = None) -> bool:
+        """Delete a vector; False when it did not exist.
+
+        Raises:
+            ConflictError: the stored revision is not ``expected_revision``.
+        """
+        check.check_key(key)
+        expected = check.expected_arg(expected_revision)
+        ns, scope, sid = self._scope_args()
+        keys = [self._vector_key(key), K.names(ns, "vector", scope, sid),
+                K.expiry(ns, "vector", scope, sid), K.revisions(ns, "vector", scope, sid),
+                K.vector_dims(ns, scope, sid), K.feed(ns), K.sequence(ns), K.config(ns)]
+        return await self._conn.functions.delete_vector(keys, ns, scope, sid, key, expected,
+                                                        self._conn.principal)
+
+    async def similarity_search(self, query: Any, top_k: int = 10, *,
+                                filter: Mapping[str, Any] | None = None,
+                                min_score: float | None = None) -> list[VectorMatch]:
+        """The ``top_k`` vectors of this scope most similar to ``query``, best first.
+
+        ``score`` is the cosine similarity, in [-1, 1]. ``filter`` holds
+        equality conditions on top-level scalar metadata values, applied inside
+        the index query (so ``top_k`` results come back whenever that many
+        match); ``min_score`` then drops weaker matches. Without the search
+        module the same search runs exactly in the client with numpy.
+
+        Raises:
+            InvalidVectorError: the query is invalid or its dimension differs
+                from this scope's vectors.
+            InvalidArgumentError: ``top_k`` not 1..1000 or ``min_score`` not in [-1, 1].
+            InvalidMetadataError: the filter is not a dict of scalars.
+        """
+        blob, dim = V.embedding_bytes(query)
+        top_k = V.check_top_k(top_k)
+        floor = V.check_min_score(min_score)
+        tokens = V.filter_tokens(filter)
+        ns, scope, sid = self._scope_args()
+        stored = await self._conn.client.hgetall(K.vector_dims(ns, scope, sid))
+        dims = sorted(int(d) for d, count in stored.items() if int(count) > 0)
+        if not dims:
+            return []
+        if dim not in dims:
+            raise InvalidVectorError(
+                f"the query has dimension {dim}; this scope's vectors have dimension "
+                f"{' and '.join(map(str, dims))}")
+        if self._conn.search:
+            await self._ensure_indexes([dim])
+            ef = V.HnswParams.from_settings(self._conn.settings).ef_runtime
+            matches = await V.search_index(self._conn.client, ns, scope, sid, blob, dim, top_k,
+                                           tokens, max(ef, top_k))
+        else:
+            matches = await self._search_exact(blob, dim, top_k, filter)
+        return [m for m in matches if floor is None or m.score >= floor]
+
+    async def _search_exact(self, query: bytes, dim: int, top_k: int,
+                            filter: Mapping[str, Any] | None) -> list[VectorMatch]:
+        names = await self.list_keys(kind="vector")
+        candidates = []
+        for start in range(0, len(names), 1000):
+            chunk = names[start:start + 1000]
+            found = await self._conn.functions.get_vectors([self._vector_key(n) for n in chunk])
+            for name, (blob, meta, revision) in zip(chunk, found, strict=True):
+                if blob is None or meta is None or len(blob) != 4 * dim:
+                    continue
+                metadata = json.loads(meta)
+                if V.matches_filter(metadata, filter):
+                    candidates.append((name, np.frombuffer(blob, dtype="<f4"), metadata,
+                                       revision))
+        return V.rank_exact(np.frombuffer(query, dtype="<f4"), candidates, top_k)
 
     async def changes(self, after: int = 0, limit: int | None = None,
                       prefix: str | None = None) -> ChangePage:

@@ -95,3 +95,25 @@ class ChangePage:
     items: list[MemoryChangeEvent]
     next_cursor: int
     oldest_sequence: int
+
+
+@dataclass(frozen=True)
+class VectorValue:
+    """A vector read: ``embedding`` (float32 values; None when absent),
+    ``metadata`` (None when absent), ``revision`` (0 when absent), ``found``."""
+
+    embedding: list[float] | None
+    metadata: dict[str, Any] | None
+    revision: int
+    found: bool
+
+
+@dataclass(frozen=True)
+class VectorMatch:
+    """One similarity-search hit. ``score`` is the cosine similarity of the
+    query and the stored vector, in [-1, 1] (1 = same direction)."""
+
+    key: str
+    score: float
+    metadata: dict[str, Any]
+    revision: int

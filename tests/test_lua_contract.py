@@ -67,13 +67,17 @@ async def test_python_wrappers_pass_the_keys_the_headers_list(rmem: redismem.Mem
     await rmem.create_session("s2")
     await rmem.configure(max_value_bytes=4096)
     await rmem.trim_feed()
+    await scope.set_vector("v", [1.0, 0.0])
+    await scope.set_vectors([("w", [0.0, 1.0]), ("x", [1.0, 1.0])])
+    await scope.get_vector("v")
+    await scope.delete_vector("v")
     await recording.version()
     assert set(recording.calls) == {f"redismem_{p.stem}" for p in FUNCTION_FILES}
     for path in FUNCTION_FILES:
         fixed, variadic = header_keys(path)
         counts = recording.calls[f"redismem_{path.stem}"]
         if variadic:  # one more key per item: the calls above had 1 item, then 2 or 3
-            items = [1, 3] if path.stem == "get_values" else [1, 2]
+            items = {"get_values": [1, 3], "get_vectors": [1]}.get(path.stem, [1, 2])
             assert counts == [fixed + n for n in items], path.name
         else:
             assert set(counts) == {fixed}, path.name
@@ -97,6 +101,8 @@ def test_lua_and_python_limits_agree() -> None:
         "feed_retention_ms": limits.FEED_RETENTION_MS,
         "trim_per_write": limits.TRIM_PER_WRITE,
         "max_trim_per_call": limits.MAX_TRIM_PER_CALL,
+        "max_vector_dim": limits.MAX_VECTOR_DIM,
+        "max_metadata_bytes": limits.MAX_METADATA_BYTES,
     }
 
 

@@ -13,7 +13,7 @@ local function get_values(keys, args)
     fail('INVALID_ARGUMENT', 'takes no arguments besides its keys, got ' .. #args)
   end
   for i = 1, #keys do
-    check_value_key(keys[i])
+    check_item_key(keys[i], 'val')
   end
   local reply = {}
   for i = 1, #keys do

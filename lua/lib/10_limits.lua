@@ -17,4 +17,6 @@ local LIMITS = {
   feed_retention_ms = 2592000000,     -- 30 days; the namespace config may change it
   trim_per_write = 16,                -- feed events examined for retention per write
   max_trim_per_call = 100000,
+  max_vector_dim = 4096,
+  max_metadata_bytes = 16384,
 }

@@ -8,6 +8,8 @@ end
 
 local SCHEMA = {
   value = function(c, key) return key_base(c.ns) .. 'val:' .. c.scope .. ':' .. c.sid .. ':' .. key end,
+  vector = function(c, key) return key_base(c.ns) .. 'vec:' .. c.scope .. ':' .. c.sid .. ':' .. key end,
+  dims = function(c) return key_base(c.ns) .. 'vdims:' .. c.scope .. ':' .. c.sid end,
   names = function(c, tag) return key_base(c.ns) .. 'keys:' .. tag .. ':' .. c.scope .. ':' .. c.sid end,
   expiry = function(c, tag) return key_base(c.ns) .. 'exp:' .. tag .. ':' .. c.scope .. ':' .. c.sid end,
   revisions = function(c, tag) return key_base(c.ns) .. 'rev:' .. tag .. ':' .. c.scope .. ':' .. c.sid end,
@@ -30,11 +32,12 @@ local function expect_key(keys, slot, wanted)
   return wanted
 end
 
--- Check a value key rm:{<ns>}:val:<scope>:<sid>:<key> part by part.
-local function check_value_key(name)
-  local ns, scope, sid, key = string.match(name, '^rm:{([^{}]*)}:val:([^:]*):([^:]*):(.*)$')
+-- Check a value or vector key rm:{<ns>}:<val|vec>:<scope>:<sid>:<key> part by part.
+local function check_item_key(name, tag)
+  local ns, scope, sid, key = string.match(name, '^rm:{([^{}]*)}:' .. tag .. ':([^:]*):([^:]*):(.*)$')
   if not ns then
-    fail('INVALID_ARGUMENT', 'not a value key (rm:{<ns>}:val:<scope>:<sid>:<key>): ' .. show(name))
+    fail('INVALID_ARGUMENT', 'not a ' .. tag .. ' key (rm:{<ns>}:' .. tag .. ':<scope>:<sid>:<key>): '
+         .. show(name))
   end
   scope_args({ns, scope, sid}, 1)
   check_key(key)

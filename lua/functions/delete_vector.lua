@@ -1,0 +1,42 @@
+--[[ redismem_delete_vector: delete a vector if its expected revision matches.
+  KEYS[1] vector hash     rm:{<ns>}:vec:<scope>:<sid>:<key>
+  KEYS[2] names zset      rm:{<ns>}:keys:vec:<scope>:<sid>
+  KEYS[3] expiry zset     rm:{<ns>}:exp:vec:<scope>:<sid>
+  KEYS[4] revisions hash  rm:{<ns>}:rev:vec:<scope>:<sid>
+  KEYS[5] dimensions hash rm:{<ns>}:vdims:<scope>:<sid>
+  KEYS[6] feed stream     rm:{<ns>}:feed
+  KEYS[7] feed counter    rm:{<ns>}:seq
+  KEYS[8] config hash     rm:{<ns>}:cfg
+  ARGV[1] namespace  ARGV[2] scope  ARGV[3] scope id  ARGV[4] key
+  ARGV[5] expected revision ('' = any)   ARGV[6] principal
+  Reply: 1 when a vector was deleted, 0 when there was none.
+  Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_KEY, INVALID_REVISION,
+          REVISION_CONFLICT
+  Feed: one "delete" event (kind vector) when a vector was deleted.      ]]
+
+local function delete_vector(keys, args)
+  count_args(args, 6, 'namespace, scope, scope id, key, expected revision, principal')
+  local c = scope_args(args, 1)
+  local key = check_key(args[4])
+  local expected = parse_expected(args[5])
+  local principal = check_id('principal', args[6])
+  expect_keys(keys, 8)
+  local vector_key = expect_key(keys, 1, SCHEMA.vector(c, key))
+  local dims_key = expect_key(keys, 5, SCHEMA.dims(c))
+  local w = {c = c, kind = 'vector', principal = principal,
+             names = expect_key(keys, 2, SCHEMA.names(c, 'vec')),
+             expiry = expect_key(keys, 3, SCHEMA.expiry(c, 'vec')),
+             revisions = expect_key(keys, 4, SCHEMA.revisions(c, 'vec')),
+             feed = expect_key(keys, 6, SCHEMA.feed(c)),
+             seq = expect_key(keys, 7, SCHEMA.sequence(c)),
+             config = expect_key(keys, 8, SCHEMA.config(c)),
+             now = now_ms()}
+  local dim = tonumber(redis.call('HGET', vector_key, '_dim'))
+  local deleted = remove_entry(w, vector_key, key, expected)
+  if deleted == 1 and dim then
+    count_dim(dims_key, dim, -1)
+  end
+  return deleted
+end
+
+register('redismem_delete_vector', delete_vector)

@@ -1,0 +1,75 @@
+--[[ redismem_set_vectors: write one or more vectors of one scope atomically,
+  each only if its expected revision matches.
+  KEYS[1] names zset      rm:{<ns>}:keys:vec:<scope>:<sid>
+  KEYS[2] expiry zset     rm:{<ns>}:exp:vec:<scope>:<sid>
+  KEYS[3] revisions hash  rm:{<ns>}:rev:vec:<scope>:<sid>
+  KEYS[4] dimensions hash rm:{<ns>}:vdims:<scope>:<sid>
+  KEYS[5] feed stream     rm:{<ns>}:feed
+  KEYS[6] feed counter    rm:{<ns>}:seq
+  KEYS[7] config hash     rm:{<ns>}:cfg
+  KEYS[7+i] vector hash   rm:{<ns>}:vec:<scope>:<sid>:<key i>
+  ARGV[1] namespace  ARGV[2] scope  ARGV[3] scope id
+  ARGV[4] ttl: '' = no expiry, 'KEEPTTL' = keep each key's expiry, else ms
+  ARGV[5] principal
+  ARGV[2+4i] key i   ARGV[3+4i] embedding i (float32 little-endian bytes)
+  ARGV[4+4i] metadata i (JSON object)   ARGV[5+4i] expected revision i
+  Reply: array of the new revisions, in item order.
+  Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_KEY, INVALID_VECTOR,
+          INVALID_METADATA, INVALID_TTL, INVALID_REVISION, REVISION_CONFLICT
+  Feed: one "set" event (kind vector, no value) per item; trims expired events. ]]
+
+local function set_vectors(keys, args)
+  count_args(args, 9, 'namespace, scope, scope id, ttl, principal, then key, embedding, metadata, expected revision')
+  local c = scope_args(args, 1)
+  local ttl = parse_ttl(args[4])
+  local principal = check_id('principal', args[5])
+  local count = item_count(args, 5, 4, 'key, embedding, metadata, expected revision')
+  expect_keys(keys, 7 + count)
+  local w = {c = c, kind = 'vector', ttl = ttl, principal = principal,
+             names = expect_key(keys, 1, SCHEMA.names(c, 'vec')),
+             expiry = expect_key(keys, 2, SCHEMA.expiry(c, 'vec')),
+             revisions = expect_key(keys, 3, SCHEMA.revisions(c, 'vec')),
+             feed = expect_key(keys, 5, SCHEMA.feed(c)),
+             seq = expect_key(keys, 6, SCHEMA.sequence(c)),
+             config = expect_key(keys, 7, SCHEMA.config(c))}
+  local dims_key = expect_key(keys, 4, SCHEMA.dims(c))
+  local scope_tag = to_hex(c.scope .. ':' .. c.sid)
+
+  local items, seen = {}, {}
+  for i = 1, count do
+    local base = 2 + 4 * i
+    local key = check_key(args[base])
+    if seen[key] then
+      fail('INVALID_ARGUMENT', 'key ' .. show(key) .. ' appears twice in one call')
+    end
+    seen[key] = true
+    local vector_key = expect_key(keys, 7 + i, SCHEMA.vector(c, key))
+    local dim = check_embedding(args[base + 1])
+    local tokens = metadata_tokens(check_metadata(args[base + 2]))
+    local expected = parse_expected(args[base + 3])
+    local stored = redis.call('HMGET', vector_key, 'rev', '_dim')
+    local current = tonumber(stored[1]) or 0
+    check_expected(key, expected, current)
+    items[i] = {key = key, vector_key = vector_key, current = current, dim = dim,
+                old_dim = tonumber(stored[2]),
+                fields = {'emb', args[base + 1], 'meta', args[base + 2], '_dim', int_string(dim),
+                          '_sc', scope_tag, '_meta', tokens}}
+  end
+
+  w.now = now_ms()
+  prune_expired(w.names, w.expiry, w.now)
+  local revisions = {}
+  for i, item in ipairs(items) do
+    if item.old_dim ~= item.dim then
+      if item.old_dim then
+        count_dim(dims_key, item.old_dim, -1)
+      end
+      count_dim(dims_key, item.dim, 1)
+    end
+    revisions[i] = store_entry(w, item.vector_key, item.key, item.current, item.fields, nil)
+  end
+  trim_feed(w.feed, w.config, w.now, LIMITS.trim_per_write * count)
+  return revisions
+end
+
+register('redismem_set_vectors', set_vectors)

@@ -1,0 +1,247 @@
+"""Vector memory: embedding and metadata checks, RediSearch HNSW indexes (one
+per namespace and dimension), indexed search with scope and metadata filters,
+and the exact search in the client (numpy) used without the search module.
+
+Scores are cosine similarities in [-1, 1]. The index stores cosine distance
+``d = 1 - cos``; a match's score is ``1 - d``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from redis.asyncio import Redis
+from redis.exceptions import ResponseError
+
+from . import keys as K
+from . import limits
+from .errors import InvalidArgumentError, InvalidMetadataError, InvalidVectorError
+from .types import VectorMatch
+
+Scalar = str | int | float | bool
+_INDEX_READY_TIMEOUT = 60.0
+
+
+def embedding_bytes(embedding: Any) -> tuple[bytes, int]:
+    """Check an embedding and return it as float32 little-endian bytes with its dimension.
+
+    Raises:
+        InvalidVectorError: not a flat sequence of 1..4096 finite numbers, or
+            the zero vector (also after rounding to float32).
+    """
+    try:
+        array = np.asarray(embedding, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InvalidVectorError("embedding must be a sequence of numbers") from None
+    if array.ndim != 1 or array.size == 0:
+        raise InvalidVectorError(f"embedding must be a flat, non-empty sequence, got shape "
+                                 f"{array.shape}")
+    if array.size > limits.MAX_VECTOR_DIM:
+        raise InvalidVectorError(
+            f"dimension {array.size} is over the limit {limits.MAX_VECTOR_DIM}")
+    if not np.isfinite(array).all():
+        raise InvalidVectorError("every component of an embedding must be finite")
+    if np.abs(array).max() > np.finfo(np.float32).max:
+        raise InvalidVectorError("a component does not fit in float32")
+    single = array.astype("<f4")
+    if not single.any():
+        raise InvalidVectorError("the zero vector has no direction")
+    return single.tobytes(), int(array.size)
+
+
+def metadata_json(metadata: Mapping[str, Any] | None) -> str:
+    """Canonical JSON of vector metadata (``{}`` for None).
+
+    Raises:
+        InvalidMetadataError: not a JSON-serialisable dict with string keys, or
+            over 16 KiB.
+    """
+    if metadata is None:
+        return "{}"
+    if not isinstance(metadata, Mapping) or not all(isinstance(k, str) for k in metadata):
+        raise InvalidMetadataError(f"metadata must be a dict with string keys, got {metadata!r}")
+    try:
+        text = json.dumps(dict(metadata), sort_keys=True, separators=(",", ":"),
+                          ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidMetadataError(f"metadata is not JSON-serialisable: {exc}") from None
+    size = len(text.encode())
+    if size > limits.MAX_METADATA_BYTES:
+        raise InvalidMetadataError(
+            f"metadata is {size} bytes of JSON, the limit is {limits.MAX_METADATA_BYTES}")
+    return text
+
+
+def _scalar_text(value: Scalar) -> str:
+    # the same text lua/lib/70_vectors.lua hashes: type letter + value
+    if isinstance(value, bool):
+        return "btrue" if value else "bfalse"
+    if isinstance(value, str):
+        return "s" + value
+    return f"n{float(value):.17g}"
+
+
+def filter_tokens(filter: Mapping[str, Any] | None) -> list[str]:
+    """The ``_meta`` tag tokens a filter of equality conditions must all match.
+
+    Raises:
+        InvalidMetadataError: keys are not strings or values are not scalars.
+    """
+    if not filter:
+        return []
+    if not isinstance(filter, Mapping):
+        raise InvalidMetadataError(f"filter must be a dict, got {filter!r}")
+    tokens = []
+    for name, value in filter.items():
+        if not isinstance(name, str):
+            raise InvalidMetadataError(f"filter keys must be strings, got {name!r}")
+        if not isinstance(value, str | int | float | bool) or (
+            isinstance(value, float) and not math.isfinite(value)
+        ):
+            raise InvalidMetadataError(
+                f"filter values must be strings, finite numbers or booleans, got {value!r}")
+        text = f"{name}\0{_scalar_text(value)}".encode()
+        tokens.append(hashlib.sha1(text, usedforsecurity=False).hexdigest())
+    return sorted(set(tokens))
+
+
+def matches_filter(metadata: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
+    """The exact-search twin of the tag filter: every condition holds, with
+    the same typed comparison (1 == 1.0, but "1" != 1 and True != 1)."""
+    for name, wanted in (filter or {}).items():
+        if name not in metadata:
+            return False
+        have = metadata[name]
+        if not isinstance(have, str | int | float | bool):
+            return False
+        if _scalar_text(have) != _scalar_text(wanted):
+            return False
+    return True
+
+
+def scope_tag(scope: str, sid: str) -> str:
+    """The ``_sc`` tag of a scope: hex of ``<scope>:<sid>``."""
+    return f"{scope}:{sid}".encode().hex()
+
+
+def check_top_k(top_k: object) -> int:
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not (
+        1 <= top_k <= limits.MAX_TOP_K
+    ):
+        raise InvalidArgumentError(f"top_k must be between 1 and {limits.MAX_TOP_K}, got {top_k!r}")
+    return top_k
+
+
+def check_min_score(min_score: object) -> float | None:
+    if min_score is None:
+        return None
+    if isinstance(min_score, bool) or not isinstance(min_score, int | float) or not (
+        -1.0 <= min_score <= 1.0
+    ):
+        raise InvalidArgumentError(f"min_score must be between -1 and 1, got {min_score!r}")
+    return float(min_score)
+
+
+@dataclass(frozen=True)
+class HnswParams:
+    """HNSW parameters of new indexes and of searches (namespace settings)."""
+
+    m: int = 16
+    ef_construction: int = 200
+    ef_runtime: int = 100
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, int]) -> HnswParams:
+        return cls(settings.get("hnsw_m", cls.m),
+                   settings.get("hnsw_ef_construction", cls.ef_construction),
+                   settings.get("hnsw_ef_runtime", cls.ef_runtime))
+
+
+async def ensure_index(client: Redis, ns: str, dim: int, params: HnswParams) -> bool:
+    """Create the index of dimension ``dim`` unless it exists; True if this
+    call created it. Safe when several processes race: one creates it, the
+    others see "already exists". A new index over existing vectors is waited
+    for until it has indexed them."""
+    args: list[Any] = [
+        "FT.CREATE", K.vector_index(ns, dim), "ON", "HASH", "PREFIX", 1, K.vector_prefix(ns),
+        "FILTER", f"@_dim=={dim}", "SCHEMA",
+        "_sc", "TAG",
+        "_meta", "TAG", "SEPARATOR", ",",
+        "emb", "VECTOR", "HNSW", 10, "TYPE", "FLOAT32", "DIM", dim, "DISTANCE_METRIC", "COSINE",
+        "M", params.m, "EF_CONSTRUCTION", params.ef_construction,
+    ]
+    try:
+        await client.execute_command(*args)  # type: ignore[no-untyped-call]
+    except ResponseError as exc:
+        if "already exists" in str(exc).lower():
+            return False
+        raise
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + _INDEX_READY_TIMEOUT
+    while loop.time() < deadline:
+        info = await index_info(client, ns, dim)
+        if float(info.get("percent_indexed", 1)) >= 1 and str(info.get("indexing", "0")) == "0":
+            break
+        await asyncio.sleep(0.05)
+    return True
+
+
+async def index_info(client: Redis, ns: str, dim: int) -> dict[str, Any]:
+    """FT.INFO of an index as a flat dict of its top-level fields (bytes decoded)."""
+    raw = await client.execute_command(  # type: ignore[no-untyped-call]
+        "FT.INFO", K.vector_index(ns, dim))
+    # redis-py turns the reply into a dict; a plain list when no callback applies
+    pairs = raw.items() if isinstance(raw, dict) else zip(raw[::2], raw[1::2], strict=True)
+    info: dict[str, Any] = {}
+    for name, value in pairs:
+        key = name.decode() if isinstance(name, bytes) else str(name)
+        info[key] = value.decode() if isinstance(value, bytes) else value
+    return info
+
+
+async def search_index(client: Redis, ns: str, scope: str, sid: str, query: bytes, dim: int,
+                       top_k: int, tokens: Sequence[str], ef_runtime: int
+                       ) -> list[VectorMatch]:
+    """KNN over the scope's vectors in the index, filters inside the query."""
+    clauses = [f"@_sc:{{{scope_tag(scope, sid)}}}"] + [f"@_meta:{{{t}}}" for t in tokens]
+    text = f"({' '.join(clauses)})=>[KNN $k @emb $vec EF_RUNTIME $ef AS __dist]"
+    reply = await client.execute_command(  # type: ignore[no-untyped-call]
+        "FT.SEARCH", K.vector_index(ns, dim), text, "PARAMS", 6, "k", top_k, "vec", query,
+        "ef", ef_runtime, "SORTBY", "__dist", "ASC", "RETURN", 3, "meta", "rev", "__dist",
+        "LIMIT", 0, top_k, "DIALECT", 2)
+    prefix = len(K.vector(ns, scope, sid, ""))
+    matches = []
+    for doc_id, found in _search_rows(reply):
+        matches.append(VectorMatch(
+            key=doc_id.decode()[prefix:], score=1.0 - float(found[b"__dist"]),
+            metadata=json.loads(found[b"meta"]), revision=int(found[b"rev"])))
+    return matches
+
+
+def _search_rows(reply: Any) -> list[tuple[bytes, dict[bytes, bytes]]]:
+    """(document id, returned fields) of an FT.SEARCH reply, RESP3 map or RESP2 array."""
+    if isinstance(reply, dict):
+        return [(row[b"id"], row[b"extra_attributes"]) for row in reply[b"results"]]
+    return [(doc_id, dict(zip(fields[::2], fields[1::2], strict=True)))
+            for doc_id, fields in zip(reply[1::2], reply[2::2], strict=True)]
+
+
+def rank_exact(query: np.ndarray, candidates: Sequence[tuple[str, np.ndarray, dict[str, Any], int]],
+               top_k: int) -> list[VectorMatch]:
+    """Exact cosine ranking with numpy (float64 arithmetic on float32 inputs);
+    ties are broken by key so the order is deterministic."""
+    if not candidates:
+        return []
+    matrix = np.stack([vector for _, vector, _, _ in candidates]).astype(np.float64)
+    q = query.astype(np.float64)
+    scores = matrix @ q / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(q))
+    order = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i][0]))[:top_k]
+    return [VectorMatch(candidates[i][0], float(scores[i]), candidates[i][2], candidates[i][3])
+            for i in order]

@@ -1,0 +1,311 @@
+"""Vector memory: indexed search on the real server, exact search on memory://
+and on a server without the search module."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections.abc import AsyncIterator
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import redismem
+from redismem import keys as K
+from redismem import vectors as V
+from redismem.server import EmbeddedServer
+
+from .helpers import snapshot
+
+
+async def test_vector_lookup_example(mem: redismem.Memory) -> None:
+    scoped = mem.session("s-1")
+    await scoped.set_vector("blue", [1.0, 0.0, 0.0], {"colour": "blue"})
+    await scoped.set_vector("red", [0.0, 1.0, 0.0], {"colour": "red"})
+    matches = await scoped.similarity_search([1.0, 0.0, 0.0], top_k=1)
+    assert [asdict(m) for m in matches] == [
+        {"key": "blue", "score": pytest.approx(1.0), "metadata": {"colour": "blue"},
+         "revision": 1}]
+
+
+async def test_ranked_search_and_min_score(mem: redismem.Memory) -> None:
+    scope = mem.global_scope()
+    await scope.set_vectors([("x", [1, 0]), ("xy", [1, 1]), ("y", [0, 1]), ("-x", [-1, 0.1])])
+    found = await scope.similarity_search([1, 0.1], top_k=10)
+    assert [m.key for m in found] == ["x", "xy", "y", "-x"]
+    assert found[0].score == pytest.approx(1 / np.sqrt(1.01), abs=1e-6)
+    assert -1 <= found[-1].score < 0
+    strong = await scope.similarity_search([1, 0.1], top_k=10, min_score=0.5)
+    assert [m.key for m in strong] == ["x", "xy"]
+    assert [m.key for m in await scope.similarity_search([1, 0.1], top_k=2)] == ["x", "xy"]
+
+
+TRICKY = ["a b", "x{y}|z", "@foo:bar", "-1", "*", '"quoted"', "back\\slash", "ünïcödé ✓",
+          "a,b", "", "tab\tand\nnewline", "(paren) [brack]", "~!#$%^&=+;'<>?/", "1"]
+
+
+async def test_metadata_filters_match_exactly(mem: redismem.Memory) -> None:
+    scope = mem.session("filters")
+    rng = np.random.default_rng(7)
+    items = [(f"k{i}", rng.normal(size=8), {"tag": value, "i": i})
+             for i, value in enumerate(TRICKY)]
+    items += [("num1", rng.normal(size=8), {"tag": 1}), ("true", rng.normal(size=8), {"tag": True}),
+              ("float", rng.normal(size=8), {"tag": 1.5}),
+              ("nested", rng.normal(size=8), {"tag": {"a": 1}})]
+    await scope.set_vectors(items)
+    query = rng.normal(size=8)
+    for i, value in enumerate(TRICKY):
+        found = await scope.similarity_search(query, top_k=50, filter={"tag": value})
+        assert [m.key for m in found] == [f"k{i}"], value
+    assert [m.key for m in await scope.similarity_search(query, 50, filter={"tag": 1.0})] == [
+        "num1"]
+    assert [m.key for m in await scope.similarity_search(query, 50, filter={"tag": True})] == [
+        "true"]
+    assert [m.key for m in await scope.similarity_search(query, 50, filter={"tag": 1.5})] == [
+        "float"]
+    both = await scope.similarity_search(query, 50, filter={"tag": "a b", "i": 0})
+    assert [m.key for m in both] == ["k0"]
+    assert await scope.similarity_search(query, 50, filter={"tag": "a b", "i": 1}) == []
+    assert await scope.similarity_search(query, 50, filter={"missing": "x"}) == []
+
+
+async def test_filtered_search_returns_top_k_when_enough_match(mem: redismem.Memory) -> None:
+    scope = mem.global_scope()
+    rng = np.random.default_rng(3)
+    await scope.set_vectors([(f"v{i}", rng.normal(size=16), {"group": i % 20})
+                             for i in range(400)])
+    found = await scope.similarity_search(rng.normal(size=16), top_k=20, filter={"group": 7})
+    assert len(found) == 20 and all(m.metadata["group"] == 7 for m in found)
+    assert [m.score for m in found] == sorted((m.score for m in found), reverse=True)
+
+
+async def test_listing_revisions_and_conflicts(mem: redismem.Memory) -> None:
+    scope = mem.session("s")
+    await scope.set("same", "a value")
+    assert await scope.set_vector("same", [1, 2], expected_revision=0) == 1
+    assert await scope.set_vector("same", [2, 1], {"v": 2}, expected_revision=1) == 2
+    with pytest.raises(redismem.ConflictError) as info:
+        await scope.set_vector("same", [1, 1], expected_revision=1)
+    assert (info.value.code, info.value.expected, info.value.actual) == ("revision_conflict", 1, 2)
+    with pytest.raises(redismem.ConflictError):
+        await scope.delete_vector("same", expected_revision=1)
+    assert (await scope.get("same")).revision == 1  # value revisions are separate
+    got = await scope.get_vector("same")
+    assert (got.embedding, got.metadata, got.revision, got.found) == ([2.0, 1.0], {"v": 2}, 2,
+                                                                       True)
+    await scope.set_vectors({"b": [1, 0], "a": [0, 1]})
+    assert await scope.list_keys(kind="vector") == ["a", "b", "same"]
+    assert (await scope.keys(kind="vector", prefix="s")).keys == ["same"]
+    assert await scope.list_keys() == ["same"]
+    assert await scope.delete_vector("same", expected_revision=2) is True
+    assert await scope.delete_vector("same") is False
+    assert await scope.get_vector("same") == redismem.VectorValue(None, None, 0, False)
+    with pytest.raises(redismem.ConflictError):  # no ABA after delete
+        await scope.set_vector("same", [1, 0], expected_revision=2)
+    assert await scope.set_vector("same", [1, 0], expected_revision=0) == 4
+    events = (await scope.changes(prefix="same")).items
+    vector_events = [e for e in events if e.kind == "vector"]
+    assert [(e.action, e.revision) for e in vector_events] == [
+        ("set", 1), ("set", 2), ("delete", 3), ("set", 4)]
+    assert all(e.value is None and not e.value_omitted for e in vector_events)
+
+
+async def test_vector_ttl(mem: redismem.Memory) -> None:
+    scope = mem.session("s")
+    await scope.set_vector("keep", [1, 0, 0])
+    await scope.set_vector("gone", [1, 0.1, 0], ttl_seconds=0.05)
+    assert len(await scope.similarity_search([1, 0, 0])) == 2
+    await asyncio.sleep(0.15)
+    assert (await scope.get_vector("gone")).found is False
+    assert await scope.list_keys(kind="vector") == ["keep"]
+    assert [m.key for m in await scope.similarity_search([1, 0, 0])] == ["keep"]
+
+
+async def test_isolation_between_scopes_and_namespaces(mem: redismem.Memory) -> None:
+    await mem.session("a").set_vector("k", [1, 0])
+    await mem.session("b").set_vector("k", [0, 1])
+    await mem.global_scope().set_vector("g", [1, 1])
+    assert [m.key for m in await mem.session("a").similarity_search([0, 1])] == ["k"]
+    assert (await mem.session("a").similarity_search([0, 1]))[0].score == pytest.approx(0)
+    assert [m.key for m in await mem.session("c").similarity_search([0, 1])] == []
+    assert [m.key for m in await mem.global_scope().similarity_search([0, 1])] == ["g"]
+
+
+async def test_other_namespace_is_isolated(rmem: redismem.Memory, redis_url: str) -> None:
+    await rmem.global_scope().set_vector("mine", [1, 0])
+    async with await redismem.connect(redis_url, namespace=rmem.namespace + "x") as other:
+        assert await other.global_scope().similarity_search([1, 0]) == []
+        await other.global_scope().set_vector("theirs", [1, 0])
+    assert [m.key for m in await rmem.global_scope().similarity_search([1, 0])] == ["mine"]
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda s: s.set_vector("v", [0.0, 0.0, 0.0]), redismem.InvalidVectorError, "zero"),
+        (lambda s: s.set_vector("v", [1e-50, 0.0]), redismem.InvalidVectorError, "zero"),
+        (lambda s: s.set_vector("v", [1.0, float("nan")]), redismem.InvalidVectorError, "finite"),
+        (lambda s: s.set_vector("v", [1.0, float("inf")]), redismem.InvalidVectorError, "finite"),
+        (lambda s: s.set_vector("v", [1e39, 1.0]), redismem.InvalidVectorError, "float32"),
+        (lambda s: s.set_vector("v", []), redismem.InvalidVectorError, "non-empty"),
+        (lambda s: s.set_vector("v", [[1.0, 2.0]]), redismem.InvalidVectorError, "flat"),
+        (lambda s: s.set_vector("v", ["a", "b"]), redismem.InvalidVectorError, "numbers"),
+        (lambda s: s.set_vector("v", [1.0] * 4097), redismem.InvalidVectorError, "4096"),
+        (lambda s: s.set_vector("v", [1.0], [1, 2]), redismem.InvalidMetadataError, "dict"),
+        (lambda s: s.set_vector("v", [1.0], {"x": "y" * 16_400}), redismem.InvalidMetadataError,
+         "16384"),
+        (lambda s: s.set_vector("v", [1.0], {"x": float("nan")}), redismem.InvalidMetadataError,
+         "JSON"),
+        (lambda s: s.set_vector("", [1.0]), redismem.InvalidKeyError, "non-empty"),
+        (lambda s: s.set_vector("v", [1.0], ttl_seconds=0), redismem.InvalidTTLError, "positive"),
+        (lambda s: s.set_vector("v", [1.0], expected_revision=-2), redismem.InvalidRevisionError,
+         ">= 0"),
+        (lambda s: s.set_vectors([("v", [1.0]), ("w", [0.0])]), redismem.InvalidVectorError,
+         "zero"),
+        (lambda s: s.set_vectors([("v",)]), redismem.InvalidArgumentError, "tuples"),
+        (lambda s: s.similarity_search([0.0, 0.0, 0.0]), redismem.InvalidVectorError, "zero"),
+        (lambda s: s.similarity_search([1.0, 0.0]), redismem.InvalidVectorError,
+         "dimension 2; this scope's vectors have dimension 3"),
+        (lambda s: s.similarity_search([1.0, 0, 0], top_k=0), redismem.InvalidArgumentError,
+         "top_k"),
+        (lambda s: s.similarity_search([1.0, 0, 0], top_k=1001), redismem.InvalidArgumentError,
+         "top_k"),
+        (lambda s: s.similarity_search([1.0, 0, 0], min_score=2), redismem.InvalidArgumentError,
+         "min_score"),
+        (lambda s: s.similarity_search([1.0, 0, 0], filter={"a": [1]}),
+         redismem.InvalidMetadataError, "filter values"),
+        (lambda s: s.similarity_search([1.0, 0, 0], filter={"a": float("nan")}),
+         redismem.InvalidMetadataError, "filter values"),
+    ],
+)
+async def test_bad_vector_input(mem: redismem.Memory, call: object, error: type[Exception],
+                                message: str) -> None:
+    scope = mem.session("s")
+    await scope.set_vector("base", [1.0, 0.0, 0.0])
+    before = await snapshot(mem)
+    with pytest.raises(error, match=message) as info:
+        await call(scope)  # type: ignore[operator]
+    assert isinstance(info.value, ValueError)
+    if isinstance(info.value, redismem.InvalidVectorError):
+        assert info.value.code == "invalid_vector"
+    assert await snapshot(mem) == before
+
+
+def raw_vector_call(ns: str, blob: bytes, meta: str = "{}", key: str = "v") -> list[object]:
+    keys = [K.names(ns, "vector", "session", "s"), K.expiry(ns, "vector", "session", "s"),
+            K.revisions(ns, "vector", "session", "s"), K.vector_dims(ns, "session", "s"),
+            K.feed(ns), K.sequence(ns), K.config(ns), K.vector(ns, "session", "s", key)]
+    return ["FCALL", "redismem_set_vectors", len(keys), *keys, ns, "session", "s", "", "me", key,
+            blob, meta, ""]
+
+
+async def test_raw_fcall_vectors(rmem: redismem.Memory) -> None:
+    ns = rmem.namespace
+    await rmem.session("s").set_vector("base", [1.0, 0.0])
+    before = await snapshot(rmem)
+    nan = struct.pack("<2f", 1.0, float("nan"))
+    inf = struct.pack("<2f", float("-inf"), 1.0)
+    for args, code in [
+        (raw_vector_call(ns, struct.pack("<3f", 0, 0, 0)), "INVALID_VECTOR"),
+        (raw_vector_call(ns, struct.pack("<2f", -0.0, 0.0)), "INVALID_VECTOR"),
+        (raw_vector_call(ns, nan), "INVALID_VECTOR"),
+        (raw_vector_call(ns, inf), "INVALID_VECTOR"),
+        (raw_vector_call(ns, b"abc"), "INVALID_VECTOR"),
+        (raw_vector_call(ns, b""), "INVALID_VECTOR"),
+        (raw_vector_call(ns, b"\x00\x00\x80\x3f" * 4097), "INVALID_VECTOR"),
+        (raw_vector_call(ns, struct.pack("<2f", 1, 0), meta="[1]"), "INVALID_METADATA"),
+        (raw_vector_call(ns, struct.pack("<2f", 1, 0), meta="nope"), "INVALID_METADATA"),
+        (raw_vector_call(ns, struct.pack("<2f", 1, 0), meta='{"a":"' + "x" * 16_400 + '"}'),
+         "INVALID_METADATA"),
+        (raw_vector_call(ns, struct.pack("<2f", 1, 0), key="a\nb"), "INVALID_KEY"),
+        (["FCALL_RO", "redismem_get_vectors", 1, K.value(ns, "session", "s", "k")],
+         "INVALID_ARGUMENT"),
+        (["FCALL", "redismem_delete_vector", 1, K.vector(ns, "session", "s", "base"), ns,
+          "session", "s", "base", "", "me"], "INVALID_ARGUMENT"),
+    ]:
+        with pytest.raises(Exception) as info:
+            await rmem.client.execute_command(*args)
+        assert str(info.value).startswith(code), (code, str(info.value))
+        assert await snapshot(rmem) == before
+    ok = await rmem.client.execute_command(
+        *raw_vector_call(ns, struct.pack("<2f", 0.5, 0.5), meta='{"n":0.1,"b":true,"s":"x y"}'))
+    assert ok == [1]
+    stored = await rmem.client.hget(K.vector(ns, "session", "s", "v"), "_meta")
+    assert sorted(stored.decode().split(",")) == V.filter_tokens({"n": 0.1, "b": True,
+                                                                  "s": "x y"})
+    got = await rmem.client.execute_command(
+        "FCALL_RO", "redismem_get_vectors", 2, K.vector(ns, "session", "s", "v"),
+        K.vector(ns, "session", "s", "nope"))
+    assert got == [struct.pack("<2f", 0.5, 0.5), b'{"n":0.1,"b":true,"s":"x y"}', 1, None, None,
+                   0]
+
+
+async def test_lua_and_python_metadata_tokens_agree(rmem: redismem.Memory) -> None:
+    values = [0.1, 1, 1.0, -0.0, 2**60, 1e20, 1e-7, 123456789.123, True, False, "s", "ü,{}"]
+    scope = rmem.global_scope()
+    await scope.set_vectors([(f"k{i}", [1.0, float(i + 1)], {"v": value})
+                             for i, value in enumerate(values)])
+    for i, value in enumerate(values):
+        stored = await rmem.client.hget(K.vector(rmem.namespace, "global", "_", f"k{i}"), "_meta")
+        assert stored.decode() == V.filter_tokens({"v": value})[0], value
+
+
+def recall(indexed: list[list[str]], exact: list[list[str]]) -> float:
+    hits = sum(len(set(a) & set(b)) for a, b in zip(indexed, exact, strict=True))
+    return hits / sum(len(b) for b in exact)
+
+
+async def test_hnsw_agrees_with_exact(rmem: redismem.Memory) -> None:
+    rng = np.random.default_rng(2024)
+    data = rng.normal(size=(2000, 64)).astype(np.float32)
+    scope = rmem.global_scope()
+    for start in range(0, 2000, 500):
+        await scope.set_vectors([(f"v{i:04d}", data[i]) for i in range(start, start + 500)])
+    normed = data / np.linalg.norm(data, axis=1, keepdims=True)
+    queries = rng.normal(size=(30, 64)).astype(np.float32)
+    indexed, exact = [], []
+    for q in queries:
+        indexed.append([m.key for m in await scope.similarity_search(q, top_k=10)])
+        scores = normed @ (q / np.linalg.norm(q))
+        exact.append([f"v{i:04d}" for i in np.argsort(-scores)[:10]])
+    assert recall(indexed, exact) >= 0.95
+
+
+@pytest.fixture
+async def plain_redis(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[str]:
+    """Debian's redis-server (no search module), which .ci/run installs."""
+    binary = Path("/usr/bin/redis-server")
+    assert binary.exists(), "Debian's redis-server is needed: apt-get install redis-server"
+    monkeypatch.setenv("REDISMEM_REDIS_SERVER", str(binary))
+    monkeypatch.setenv("REDISMEM_MODULES", "")
+    server = EmbeddedServer(tmp_path / "plain")
+    state = server.start()
+    yield state.url
+    server.stop()
+
+
+async def test_exact_fallback_without_search_module(plain_redis: str) -> None:
+    async with await redismem.connect(plain_redis, namespace="plain") as mem:
+        assert mem.capabilities.search is False
+        assert mem.capabilities.vector_search == "exact"
+        assert not mem.capabilities.server_version.startswith("8.")
+        scope = mem.session("s")
+        rng = np.random.default_rng(11)
+        data = rng.normal(size=(300, 24)).astype(np.float32)
+        await scope.set_vectors([(f"v{i:03d}", data[i], {"odd": i % 2 == 1}) for i in range(300)])
+        normed = data.astype(np.float64)
+        normed /= np.linalg.norm(normed, axis=1, keepdims=True)
+        for q in rng.normal(size=(5, 24)).astype(np.float32):
+            found = await scope.similarity_search(q, top_k=5)
+            scores = normed @ (q.astype(np.float64) / np.linalg.norm(q.astype(np.float64)))
+            assert [m.key for m in found] == [f"v{i:03d}" for i in np.argsort(-scores)[:5]]
+            assert [m.score for m in found] == pytest.approx(sorted(scores)[::-1][:5])
+            odd = await scope.similarity_search(q, top_k=5, filter={"odd": True})
+            expected = [i for i in np.argsort(-scores) if i % 2 == 1][:5]
+            assert [m.key for m in odd] == [f"v{i:03d}" for i in expected]
+        with pytest.raises(redismem.InvalidVectorError):
+            await scope.set_vector("zero", [0.0] * 24)
+
+
