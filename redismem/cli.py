@@ -295,6 +295,89 @@ def trim(url: str | None, namespace: str, as_json: bool) -> None:
           lambda d: f"trimmed {d['trimmed']} events from {d['namespace']}")
 
 
+@main.group()
+def vectors() -> None:
+    """Inspect and search vector memory."""
+
+
+def _json_arg(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise click.ClickException(f"{what} is not valid JSON: {exc}") from None
+
+
+@vectors.command("list")
+@url_option
+@namespace_option
+@scope_option
+@click.option("--prefix", default=None, help="Only keys starting with this.")
+@click.option("--max-keys", type=int, default=100_000, show_default=True)
+@json_option
+@_with_memory
+async def vectors_list(mem: Memory, scope_spec: str, prefix: str | None, max_keys: int,
+                       as_json: bool) -> None:
+    """List vector keys of a scope, ascending."""
+    names = await _scope(mem, scope_spec).list_keys(prefix, kind="vector", max_keys=max_keys)
+    _emit(names, as_json, "\n".join)
+
+
+@vectors.command("get")
+@url_option
+@namespace_option
+@scope_option
+@json_option
+@click.argument("key")
+@_with_memory
+async def vectors_get(mem: Memory, scope_spec: str, key: str, as_json: bool) -> None:
+    """Show the vector KEY: revision, metadata, embedding."""
+    got = await _scope(mem, scope_spec).get_vector(key)
+    _emit(dataclasses.asdict(got) | {"key": key}, as_json,
+          lambda d: (f"revision {d['revision']} metadata {json.dumps(d['metadata'])}\n"
+                     f"embedding ({len(d['embedding'])}) {json.dumps(d['embedding'])}")
+          if d["found"] else "(absent)")
+
+
+@vectors.command("search")
+@url_option
+@namespace_option
+@scope_option
+@click.option("--top-k", type=int, default=10, show_default=True)
+@click.option("--filter", "filter_json", default=None,
+              help='Equality conditions on metadata, as JSON: \'{"colour": "blue"}\'.')
+@click.option("--min-score", type=float, default=None, help="Drop matches scoring lower.")
+@json_option
+@click.argument("query")
+@_with_memory
+async def vectors_search(mem: Memory, scope_spec: str, query: str, top_k: int,
+                         filter_json: str | None, min_score: float | None,
+                         as_json: bool) -> None:
+    """Rank the scope's vectors by cosine similarity to QUERY (a JSON array)."""
+    found = await _scope(mem, scope_spec).similarity_search(
+        _json_arg(query, "QUERY"), top_k,
+        filter=_json_arg(filter_json, "--filter") if filter_json else None, min_score=min_score)
+    _emit([dataclasses.asdict(m) for m in found], as_json,
+          lambda rows: "\n".join(f"{r['score']:.4f} {r['key']} rev {r['revision']} "
+                                 f"{json.dumps(r['metadata'])}" for r in rows))
+
+
+@vectors.command("delete")
+@url_option
+@namespace_option
+@scope_option
+@click.option("--expected-revision", type=int, default=None, help="Delete only at this revision.")
+@json_option
+@click.argument("key")
+@_with_memory
+async def vectors_delete(mem: Memory, scope_spec: str, key: str, expected_revision: int | None,
+                         as_json: bool) -> None:
+    """Delete the vector KEY."""
+    deleted = await _scope(mem, scope_spec).delete_vector(key,
+                                                          expected_revision=expected_revision)
+    _emit({"key": key, "deleted": deleted}, as_json,
+          lambda d: "deleted" if d["deleted"] else "(absent)")
+
+
 @main.command()
 @url_option
 @click.option("--namespace", "-n", default="demo", show_default=True, help="Namespace.")

@@ -3,6 +3,7 @@ script in a subprocess for the real thing."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -11,6 +12,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+import redismem
 from redismem.cli import main
 
 
@@ -141,3 +143,34 @@ def test_changes_follow_through_console_script(redis_url: str, ns: str) -> None:
             assert (event["key"], event["value"], event["sequence"]) == ("live:1", 1, 2)
         finally:
             follower.terminate()
+
+
+def test_vector_commands(redis_url: str, ns: str) -> None:
+    runner = CliRunner()
+    base = ["--url", redis_url, "--namespace", ns, "--scope", "session:lab"]
+
+    async def seed() -> None:
+        async with await redismem.connect(redis_url, namespace=ns) as mem:
+            await mem.session("lab").set_vectors([("blue", [1.0, 0.0, 0.0], {"colour": "blue"}),
+                                                  ("red", [0.0, 1.0, 0.0], {"colour": "red"})])
+
+    asyncio.run(seed())
+    out = runner.invoke(main, ["vectors", "list", *base, "--json"])
+    assert json.loads(out.output) == ["blue", "red"]
+    out = runner.invoke(main, ["vectors", "get", *base, "blue", "--json"])
+    assert json.loads(out.output) == {"key": "blue", "embedding": [1.0, 0.0, 0.0],
+                                      "metadata": {"colour": "blue"}, "revision": 1,
+                                      "found": True}
+    out = runner.invoke(main, ["vectors", "search", *base, "[1, 0.1, 0]", "--top-k", "1"])
+    assert out.exit_code == 0 and out.output.startswith("0.99") and " blue rev 1 " in out.output
+    out = runner.invoke(main, ["vectors", "search", *base, "[1, 0, 0]", "--json", "--filter",
+                               '{"colour": "red"}'])
+    assert [r["key"] for r in json.loads(out.output)] == ["red"]
+    out = runner.invoke(main, ["vectors", "delete", *base, "red"])
+    assert out.output.strip() == "deleted"
+    out = runner.invoke(main, ["vectors", "get", *base, "red"])
+    assert out.output.strip() == "(absent)"
+    bad = run_script("vectors", "search", *base, "[0, 0, 0]")
+    assert bad.returncode == 1 and bad.stderr.startswith("Error: InvalidVectorError")
+    bad = run_script("vectors", "search", *base, "not json")
+    assert bad.returncode == 1 and "QUERY is not valid JSON" in bad.stderr
