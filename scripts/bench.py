@@ -2,6 +2,7 @@
 
     python scripts/bench.py kv [--n 10000] [--url URL] [--json]
     python scripts/bench.py feed [--n 2000] [--url URL] [--json]
+    python scripts/bench.py vectors [--n 100000] [--url URL] [--json]
 
 Without --url a fresh embedded server is started in a temporary directory
 (AOF on, appendfsync everysec) and stopped afterwards. Figures are ops/s of
@@ -25,10 +26,12 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
 from redis.asyncio import Redis
 
 import redismem
 from redismem import keys as K
+from redismem import vectors
 from redismem.server import EmbeddedServer
 
 
@@ -211,6 +214,57 @@ async def bench_feed(url: str, n: int) -> list[dict[str, Any]]:
     return rows
 
 
+async def bench_vectors(url: str, n: int, dim: int = 384, queries: int = 200
+                        ) -> list[dict[str, Any]]:
+    ns = "bench" + uuid.uuid4().hex[:8]
+    rng = np.random.default_rng(42)
+    data = rng.normal(size=(n, dim)).astype(np.float32)
+    data /= np.linalg.norm(data, axis=1, keepdims=True)
+    groups = np.arange(n) % 10
+    rows: list[dict[str, Any]] = []
+    async with await redismem.connect(url, namespace=ns, principal="bench") as mem:
+        scope = mem.global_scope()
+        start = time.perf_counter()
+        for first in range(0, n, 500):
+            await scope.set_vectors([(f"v{i}", data[i], {"group": int(groups[i])})
+                                     for i in range(first, min(n, first + 500))])
+        seconds = time.perf_counter() - start
+        rows.append({"op": f"ingest {n:,} x {dim}-d (set_vectors, 500 per call)",
+                     "value": f"{n / seconds:,.0f} vectors/s", "target": "≥ 5,000/s"})
+        qs = rng.normal(size=(queries, dim)).astype(np.float32)
+        for label, flt in (("no filter", None), ("filter group == 3 (10%)", {"group": 3})):
+            latencies, hits = [], 0
+            for q in qs:
+                t0 = time.perf_counter()
+                found = await scope.similarity_search(q, top_k=10, filter=flt)
+                latencies.append((time.perf_counter() - t0) * 1000)
+                pool = np.flatnonzero(groups == 3) if flt else np.arange(n)
+                exact = pool[np.argsort(-(data[pool] @ q))[:10]]
+                hits += len({m.key for m in found} & {f"v{i}" for i in exact})
+            rows.append({"op": f"top-10 search, {label}",
+                         "value": f"p50 {statistics.median(latencies):.2f} ms, "
+                                  f"p99 {_percentile(latencies, 0.99):.2f} ms, "
+                                  f"recall@10 {hits / (10 * queries):.3f}",
+                         "target": "p50 ≤ 5 ms, recall ≥ 0.95"})
+        if mem.capabilities.search:
+            info = await vectors.index_info(mem.client, ns, dim)
+            docs = int(info["num_docs"])
+            index_mb = float(info.get("vector_index_sz_mb", 0))
+            rows.append({"op": "index memory per vector (FT.INFO vector_index_sz_mb)",
+                         "value": f"{index_mb * 1024 * 1024 / docs:,.0f} B "
+                                  f"({docs:,} docs, {index_mb:.1f} MB)", "target": ""})
+            await mem.client.execute_command("FT.DROPINDEX", K.vector_index(ns, dim))
+        async for key in mem.client.scan_iter(match=K.pattern(ns), count=1000):
+            await mem.client.delete(key)
+    return rows
+
+
+def vectors_table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| measurement | result | target |", "|---|---|---|"]
+    lines += [f"| {row['op']} | {row['value']} | {row['target']} |" for row in rows]
+    return "\n".join(lines)
+
+
 def feed_table(rows: list[dict[str, Any]]) -> str:
     lines = ["| measurement | events | p50 | p99 |", "|---|---:|---:|---:|"]
     for row in rows:
@@ -240,21 +294,24 @@ def table(rows: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("suite", choices=["kv", "feed"])
+    parser.add_argument("suite", choices=["kv", "feed", "vectors"])
     parser.add_argument("--n", type=int, default=None,
                         help="operations per measurement (default: kv 10000, feed 2000)")
     parser.add_argument("--url", default=None, help="benchmark this server instead")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    n = args.n or (10_000 if args.suite == "kv" else 2000)
+    n = args.n or {"kv": 10_000, "feed": 2000, "vectors": 100_000}[args.suite]
+    suites = {"kv": (bench_kv, table), "feed": (bench_feed, feed_table),
+              "vectors": (bench_vectors, vectors_table)}
+    run, render = suites[args.suite]
     with server_url(args.url) as url:
-        rows = asyncio.run(bench_kv(url, n) if args.suite == "kv" else bench_feed(url, n))
+        rows = asyncio.run(run(url, n))
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
         print(f"# {args.suite}, n={n}, Python {platform.python_version()}, "
               f"{platform.machine()}")
-        print(table(rows) if args.suite == "kv" else feed_table(rows))
+        print(render(rows))
     return 0
 
 
