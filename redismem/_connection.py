@@ -18,12 +18,13 @@ class Connection:
     functions: Functions
     namespace: str
     principal: str
-    settings: dict[str, int] = field(default_factory=dict)
+    settings: dict[str, int | str] = field(default_factory=dict)
     search: bool = False
     """The server has the search module: vectors are searched through indexes."""
-    indexed_dims: set[int] = field(default_factory=set)
-    """Dimensions whose index this connection has made sure of."""
+    indexes: dict[int, str] = field(default_factory=dict)
+    """Dimension -> algorithm (HNSW or FLAT) of the indexes this connection
+    has made sure of."""
 
     @property
     def max_value_bytes(self) -> int:
-        return self.settings.get("max_value_bytes", limits.MAX_VALUE_BYTES)
+        return int(self.settings.get("max_value_bytes", limits.MAX_VALUE_BYTES))

@@ -214,11 +214,13 @@ class Functions:
         """``redismem_create_session``: True when the session is new."""
         return bool(await self._call("redismem_create_session", keys, [ns, session_id]))
 
-    async def set_config(self, keys: Sequence[str], ns: str, field: str, value: int) -> int:
+    async def set_config(self, keys: Sequence[str], ns: str, field: str, value: int | str
+                         ) -> None:
         """``redismem_set_config``."""
-        return int(await self._call("redismem_set_config", keys, [ns, field, str(value)]))
+        await self._call("redismem_set_config", keys, [ns, field, str(value)])
 
-    async def get_config(self, keys: Sequence[str], ns: str) -> dict[str, int]:
-        """``redismem_get_config``."""
+    async def get_config(self, keys: Sequence[str], ns: str) -> dict[str, int | str]:
+        """``redismem_get_config``: integer settings as int, word settings as str."""
         reply = await self._call("redismem_get_config", keys, [ns], read_only=True)
-        return {reply[i].decode(): int(reply[i + 1]) for i in range(0, len(reply), 2)}
+        return {name.decode(): value if isinstance(value, int) else value.decode()
+                for name, value in zip(reply[::2], reply[1::2], strict=True)}

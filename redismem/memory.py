@@ -194,14 +194,15 @@ class Memory:
 
     # settings
 
-    async def settings(self) -> dict[str, int]:
+    async def settings(self) -> dict[str, int | str]:
         """The namespace settings, defaults filled in."""
         got = await self._conn.functions.get_config([K.config(self.namespace)], self.namespace)
         self._conn.settings = got
         return dict(got)
 
-    async def configure(self, **settings: int) -> dict[str, int]:
-        """Change namespace settings, e.g. ``max_value_bytes=4096``.
+    async def configure(self, **settings: int | str) -> dict[str, int | str]:
+        """Change namespace settings, e.g. ``max_value_bytes=4096`` or
+        ``vector_index="flat"``.
 
         Raises:
             InvalidArgumentError: unknown setting or value out of bounds.

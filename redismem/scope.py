@@ -232,10 +232,10 @@ class MemoryScope:
     async def _ensure_indexes(self, dims: Iterable[int]) -> None:
         if not self._conn.search:
             return
-        for dim in set(dims) - self._conn.indexed_dims:
-            await V.ensure_index(self._conn.client, self._conn.namespace, dim,
-                                 V.HnswParams.from_settings(self._conn.settings))
-            self._conn.indexed_dims.add(dim)
+        for dim in set(dims) - set(self._conn.indexes):
+            self._conn.indexes[dim] = await V.ensure_index(
+                self._conn.client, self._conn.namespace, dim,
+                V.IndexParams.from_settings(self._conn.settings))
 
     async def set_vector(self, key: str, embedding: Any,
                          metadata: Mapping[str, Any] | None = None, *,
@@ -349,9 +349,9 @@ class MemoryScope:
                 f"{' and '.join(map(str, dims))}")
         if self._conn.search:
             await self._ensure_indexes([dim])
-            ef = V.HnswParams.from_settings(self._conn.settings).ef_runtime
+            ef = V.IndexParams.from_settings(self._conn.settings).ef_runtime
             matches = await V.search_index(self._conn.client, ns, scope, sid, blob, dim, top_k,
-                                           tokens, max(ef, top_k))
+                                           tokens, self._conn.indexes[dim], ef)
         else:
             matches = await self._search_exact(blob, dim, top_k, filter)
         return [m for m in matches if floor is None or m.score >= floor]

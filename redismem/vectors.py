@@ -150,39 +150,48 @@ def check_min_score(min_score: object) -> float | None:
 
 
 @dataclass(frozen=True)
-class HnswParams:
-    """HNSW parameters of new indexes and of searches (namespace settings)."""
+class IndexParams:
+    """Vector index settings of a namespace: the algorithm and HNSW parameters
+    of new indexes, and the HNSW candidates examined per search."""
 
+    algorithm: str = "HNSW"
     m: int = 16
     ef_construction: int = 200
     ef_runtime: int = 100
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, int]) -> HnswParams:
-        return cls(settings.get("hnsw_m", cls.m),
-                   settings.get("hnsw_ef_construction", cls.ef_construction),
-                   settings.get("hnsw_ef_runtime", cls.ef_runtime))
+    def from_settings(cls, settings: Mapping[str, int | str]) -> IndexParams:
+        return cls(str(settings.get("vector_index", "hnsw")).upper(),
+                   int(settings.get("hnsw_m", cls.m)),
+                   int(settings.get("hnsw_ef_construction", cls.ef_construction)),
+                   int(settings.get("hnsw_ef_runtime", cls.ef_runtime)))
 
 
-async def ensure_index(client: Redis, ns: str, dim: int, params: HnswParams) -> bool:
-    """Create the index of dimension ``dim`` unless it exists; True if this
-    call created it. Safe when several processes race: one creates it, the
-    others see "already exists". A new index over existing vectors is waited
-    for until it has indexed them."""
+async def ensure_index(client: Redis, ns: str, dim: int, params: IndexParams) -> str:
+    """Create the index of dimension ``dim`` unless it exists, and return its
+    algorithm (``HNSW`` or ``FLAT``). Safe when several processes race: one
+    creates it, the others see "already exists" and read what it is. A new
+    index over existing vectors is waited for until it has indexed them."""
+    if params.algorithm == "FLAT":
+        algorithm: list[Any] = ["FLAT", 6]
+        tuning: list[Any] = []
+    else:
+        algorithm = ["HNSW", 10]
+        tuning = ["M", params.m, "EF_CONSTRUCTION", params.ef_construction]
     args: list[Any] = [
         "FT.CREATE", K.vector_index(ns, dim), "ON", "HASH", "PREFIX", 1, K.vector_prefix(ns),
         "FILTER", f"@_dim=={dim}", "SCHEMA",
         "_sc", "TAG",
         "_meta", "TAG", "SEPARATOR", ",",
-        "emb", "VECTOR", "HNSW", 10, "TYPE", "FLOAT32", "DIM", dim, "DISTANCE_METRIC", "COSINE",
-        "M", params.m, "EF_CONSTRUCTION", params.ef_construction,
+        "emb", "VECTOR", *algorithm, "TYPE", "FLOAT32", "DIM", dim, "DISTANCE_METRIC", "COSINE",
+        *tuning,
     ]
     try:
         await client.execute_command(*args)  # type: ignore[no-untyped-call]
     except ResponseError as exc:
-        if "already exists" in str(exc).lower():
-            return False
-        raise
+        if "already exists" not in str(exc).lower():
+            raise
+        return _algorithm(await index_info(client, ns, dim))
     loop = asyncio.get_running_loop()
     deadline = loop.time() + _INDEX_READY_TIMEOUT
     while loop.time() < deadline:
@@ -190,7 +199,19 @@ async def ensure_index(client: Redis, ns: str, dim: int, params: HnswParams) -> 
         if float(info.get("percent_indexed", 1)) >= 1 and str(info.get("indexing", "0")) == "0":
             break
         await asyncio.sleep(0.05)
-    return True
+    return params.algorithm
+
+
+def _algorithm(info: Mapping[str, Any]) -> str:
+    """The vector algorithm named in FT.INFO's attributes."""
+    for attribute in info.get("attributes", []):
+        # redis-py gives each attribute as a dict; a raw reply is a flat list
+        pairs = (attribute.items() if isinstance(attribute, dict)
+                 else zip(attribute[::2], attribute[1::2], strict=False))
+        for name, value in pairs:
+            if name in (b"algorithm", "algorithm"):
+                return (value.decode() if isinstance(value, bytes) else str(value)).upper()
+    raise ValueError("the vector index has no vector attribute")
 
 
 async def index_info(client: Redis, ns: str, dim: int) -> dict[str, Any]:
@@ -207,14 +228,19 @@ async def index_info(client: Redis, ns: str, dim: int) -> dict[str, Any]:
 
 
 async def search_index(client: Redis, ns: str, scope: str, sid: str, query: bytes, dim: int,
-                       top_k: int, tokens: Sequence[str], ef_runtime: int
+                       top_k: int, tokens: Sequence[str], algorithm: str, ef_runtime: int
                        ) -> list[VectorMatch]:
     """KNN over the scope's vectors in the index, filters inside the query."""
     clauses = [f"@_sc:{{{scope_tag(scope, sid)}}}"] + [f"@_meta:{{{t}}}" for t in tokens]
-    text = f"({' '.join(clauses)})=>[KNN $k @emb $vec EF_RUNTIME $ef AS __dist]"
+    params: list[Any] = ["k", top_k, "vec", query]
+    tuning = ""
+    if algorithm == "HNSW":
+        tuning = " EF_RUNTIME $ef"
+        params += ["ef", max(ef_runtime, top_k)]
+    text = f"({' '.join(clauses)})=>[KNN $k @emb $vec{tuning} AS __dist]"
     reply = await client.execute_command(  # type: ignore[no-untyped-call]
-        "FT.SEARCH", K.vector_index(ns, dim), text, "PARAMS", 6, "k", top_k, "vec", query,
-        "ef", ef_runtime, "SORTBY", "__dist", "ASC", "RETURN", 3, "meta", "rev", "__dist",
+        "FT.SEARCH", K.vector_index(ns, dim), text, "PARAMS", len(params), *params,
+        "SORTBY", "__dist", "ASC", "RETURN", 3, "meta", "rev", "__dist",
         "LIMIT", 0, top_k, "DIALECT", 2)
     prefix = len(K.vector(ns, scope, sid, ""))
     matches = []

@@ -309,3 +309,36 @@ async def test_exact_fallback_without_search_module(plain_redis: str) -> None:
             await scope.set_vector("zero", [0.0] * 24)
 
 
+
+
+async def test_flat_index_setting(rmem: redismem.Memory, redis_url: str) -> None:
+    assert (await rmem.settings())["vector_index"] == "hnsw"
+    with pytest.raises(redismem.InvalidArgumentError, match="flat, hnsw"):
+        await rmem.configure(vector_index="ivf")
+    await rmem.configure(vector_index="flat")
+    scope = rmem.global_scope()
+    rng = np.random.default_rng(5)
+    data = rng.normal(size=(500, 16)).astype(np.float32)
+    await scope.set_vectors([(f"v{i:03d}", data[i]) for i in range(500)])
+    info = await V.index_info(rmem.client, rmem.namespace, 16)
+    assert V._algorithm(info) == "FLAT"
+    normed = data / np.linalg.norm(data, axis=1, keepdims=True)
+    q = rng.normal(size=16).astype(np.float32)
+    expected = [f"v{i:03d}" for i in np.argsort(-(normed @ q))[:10]]
+    assert [m.key for m in await scope.similarity_search(q, top_k=10)] == expected
+    # another process with other settings finds the index as it is and searches it
+    async with await redismem.connect(redis_url, namespace=rmem.namespace) as other:
+        await other.configure(vector_index="hnsw")
+        found = await other.global_scope().similarity_search(q, top_k=10)
+        assert [m.key for m in found] == expected
+        assert other._conn.indexes == {16: "FLAT"}
+
+
+async def test_index_creation_race(redis_url: str, ns: str) -> None:
+    async def writer(i: int) -> int:
+        async with await redismem.connect(redis_url, namespace=ns) as mem:
+            return await mem.global_scope().set_vector(f"k{i}", [1.0, float(i)])
+
+    assert await asyncio.gather(*(writer(i) for i in range(8))) == [1] * 8
+    async with await redismem.connect(redis_url, namespace=ns) as mem:
+        assert len(await mem.global_scope().similarity_search([1.0, 0.0], top_k=20)) == 8

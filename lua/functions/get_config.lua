@@ -1,7 +1,8 @@
 --[[ redismem_get_config: every namespace setting, defaults filled in.
   KEYS[1] config hash   rm:{<ns>}:cfg
   ARGV[1] namespace
-  Reply: flat array of field, integer value pairs, fields in name order.
+  Reply: flat array of field, value pairs (integers, or strings for word
+         settings), fields in name order.
   Errors: INVALID_ARGUMENT, INVALID_ID                                    ]]
 
 local function get_config(keys, args)
