@@ -2,7 +2,7 @@
 
     python scripts/bench.py kv [--n 10000] [--url URL] [--json]
     python scripts/bench.py feed [--n 2000] [--url URL] [--json]
-    python scripts/bench.py vectors [--n 100000] [--url URL] [--json]
+    python scripts/bench.py vectors [--n 100000] [--index hnsw|flat] [--url URL] [--json]
 
 Without --url a fresh embedded server is started in a temporary directory
 (AOF on, appendfsync everysec) and stopped afterwards. Figures are ops/s of
@@ -214,8 +214,8 @@ async def bench_feed(url: str, n: int) -> list[dict[str, Any]]:
     return rows
 
 
-async def bench_vectors(url: str, n: int, dim: int = 384, queries: int = 200
-                        ) -> list[dict[str, Any]]:
+async def bench_vectors(url: str, n: int, index: str = "hnsw", dim: int = 384,
+                        queries: int = 200) -> list[dict[str, Any]]:
     ns = "bench" + uuid.uuid4().hex[:8]
     rng = np.random.default_rng(42)
     data = rng.normal(size=(n, dim)).astype(np.float32)
@@ -223,13 +223,14 @@ async def bench_vectors(url: str, n: int, dim: int = 384, queries: int = 200
     groups = np.arange(n) % 10
     rows: list[dict[str, Any]] = []
     async with await redismem.connect(url, namespace=ns, principal="bench") as mem:
+        await mem.configure(vector_index=index)
         scope = mem.global_scope()
         start = time.perf_counter()
         for first in range(0, n, 500):
             await scope.set_vectors([(f"v{i}", data[i], {"group": int(groups[i])})
                                      for i in range(first, min(n, first + 500))])
         seconds = time.perf_counter() - start
-        rows.append({"op": f"ingest {n:,} x {dim}-d (set_vectors, 500 per call)",
+        rows.append({"op": f"{index}: ingest {n:,} x {dim}-d (set_vectors, 500 per call)",
                      "value": f"{n / seconds:,.0f} vectors/s", "target": "≥ 5,000/s"})
         qs = rng.normal(size=(queries, dim)).astype(np.float32)
         for label, flt in (("no filter", None), ("filter group == 3 (10%)", {"group": 3})):
@@ -241,7 +242,7 @@ async def bench_vectors(url: str, n: int, dim: int = 384, queries: int = 200
                 pool = np.flatnonzero(groups == 3) if flt else np.arange(n)
                 exact = pool[np.argsort(-(data[pool] @ q))[:10]]
                 hits += len({m.key for m in found} & {f"v{i}" for i in exact})
-            rows.append({"op": f"top-10 search, {label}",
+            rows.append({"op": f"{index}: top-10 search, {label}",
                          "value": f"p50 {statistics.median(latencies):.2f} ms, "
                                   f"p99 {_percentile(latencies, 0.99):.2f} ms, "
                                   f"recall@10 {hits / (10 * queries):.3f}",
@@ -250,7 +251,7 @@ async def bench_vectors(url: str, n: int, dim: int = 384, queries: int = 200
             info = await vectors.index_info(mem.client, ns, dim)
             docs = int(info["num_docs"])
             index_mb = float(info.get("vector_index_sz_mb", 0))
-            rows.append({"op": "index memory per vector (FT.INFO vector_index_sz_mb)",
+            rows.append({"op": f"{index}: index memory per vector (FT.INFO vector_index_sz_mb)",
                          "value": f"{index_mb * 1024 * 1024 / docs:,.0f} B "
                                   f"({docs:,} docs, {index_mb:.1f} MB)", "target": ""})
             await mem.client.execute_command("FT.DROPINDEX", K.vector_index(ns, dim))
@@ -298,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=None,
                         help="operations per measurement (default: kv 10000, feed 2000)")
     parser.add_argument("--url", default=None, help="benchmark this server instead")
+    parser.add_argument("--index", choices=["hnsw", "flat"], default="hnsw",
+                        help="vectors: the namespace's vector_index setting")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     n = args.n or {"kv": 10_000, "feed": 2000, "vectors": 100_000}[args.suite]
@@ -305,7 +308,8 @@ def main(argv: list[str] | None = None) -> int:
               "vectors": (bench_vectors, vectors_table)}
     run, render = suites[args.suite]
     with server_url(args.url) as url:
-        rows = asyncio.run(run(url, n))
+        rows = asyncio.run(bench_vectors(url, n, args.index) if args.suite == "vectors"
+                           else run(url, n))
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
