@@ -234,7 +234,7 @@ class MemoryScope:
             return
         for dim in set(dims) - set(self._conn.indexes):
             self._conn.indexes[dim] = await V.ensure_index(
-                self._conn.client, self._conn.namespace, dim,
+                self._conn.client, V.scope_index(self._conn.namespace, dim),
                 V.IndexParams.from_settings(self._conn.settings))
 
     async def set_vector(self, key: str, embedding: Any,

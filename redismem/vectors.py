@@ -167,39 +167,62 @@ class IndexParams:
                    int(settings.get("hnsw_ef_runtime", cls.ef_runtime)))
 
 
-async def ensure_index(client: Redis, ns: str, dim: int, params: IndexParams) -> str:
-    """Create the index of dimension ``dim`` unless it exists, and return its
-    algorithm (``HNSW`` or ``FLAT``). Safe when several processes race: one
-    creates it, the others see "already exists" and read what it is. A new
-    index over existing vectors is waited for until it has indexed them."""
+@dataclass(frozen=True)
+class IndexSpec:
+    """A vector index: its name, the key prefix it covers, the dimension it
+    holds (hashes whose ``_dim`` field equals it) and its tag fields."""
+
+    name: str
+    prefix: str
+    dim: int
+    tags: tuple[str, ...]
+
+
+def scope_index(ns: str, dim: int) -> IndexSpec:
+    """The index of a namespace's scope vectors of one dimension."""
+    return IndexSpec(K.vector_index(ns, dim), K.vector_prefix(ns), dim, ("_sc", "_meta"))
+
+
+async def ensure_index(client: Redis, spec: IndexSpec, params: IndexParams) -> str:
+    """Create the index unless it exists, and return its algorithm (``HNSW``
+    or ``FLAT``). Safe when several processes race: one creates it, the
+    others see "already exists" and read what it is. A new index over
+    existing vectors is waited for until it has indexed them."""
     if params.algorithm == "FLAT":
         algorithm: list[Any] = ["FLAT", 6]
         tuning: list[Any] = []
     else:
         algorithm = ["HNSW", 10]
         tuning = ["M", params.m, "EF_CONSTRUCTION", params.ef_construction]
+    tags = [part for tag in spec.tags for part in (tag, "TAG", "SEPARATOR", ",")]
     args: list[Any] = [
-        "FT.CREATE", K.vector_index(ns, dim), "ON", "HASH", "PREFIX", 1, K.vector_prefix(ns),
-        "FILTER", f"@_dim=={dim}", "SCHEMA",
-        "_sc", "TAG",
-        "_meta", "TAG", "SEPARATOR", ",",
-        "emb", "VECTOR", *algorithm, "TYPE", "FLOAT32", "DIM", dim, "DISTANCE_METRIC", "COSINE",
-        *tuning,
+        "FT.CREATE", spec.name, "ON", "HASH", "PREFIX", 1, spec.prefix,
+        "FILTER", f"@_dim=={spec.dim}", "SCHEMA", *tags,
+        "emb", "VECTOR", *algorithm, "TYPE", "FLOAT32", "DIM", spec.dim,
+        "DISTANCE_METRIC", "COSINE", *tuning,
     ]
+    if not await create_index(client, args):
+        return _algorithm(await index_info(client, spec.name))
+    return params.algorithm
+
+
+async def create_index(client: Redis, args: Sequence[Any]) -> bool:
+    """Run an FT.CREATE; False when the index already exists. After creating
+    it, wait (up to a minute) until it has indexed the keys already there."""
     try:
         await client.execute_command(*args)  # type: ignore[no-untyped-call]
     except ResponseError as exc:
         if "already exists" not in str(exc).lower():
             raise
-        return _algorithm(await index_info(client, ns, dim))
+        return False
     loop = asyncio.get_running_loop()
     deadline = loop.time() + _INDEX_READY_TIMEOUT
     while loop.time() < deadline:
-        info = await index_info(client, ns, dim)
+        info = await index_info(client, args[1])
         if float(info.get("percent_indexed", 1)) >= 1 and str(info.get("indexing", "0")) == "0":
             break
         await asyncio.sleep(0.05)
-    return params.algorithm
+    return True
 
 
 def _algorithm(info: Mapping[str, Any]) -> str:
@@ -214,24 +237,29 @@ def _algorithm(info: Mapping[str, Any]) -> str:
     raise ValueError("the vector index has no vector attribute")
 
 
-async def index_info(client: Redis, ns: str, dim: int) -> dict[str, Any]:
+async def index_info(client: Redis, name: str) -> dict[str, Any]:
     """FT.INFO of an index as a flat dict of its top-level fields (bytes decoded)."""
-    raw = await client.execute_command(  # type: ignore[no-untyped-call]
-        "FT.INFO", K.vector_index(ns, dim))
+    raw = await client.execute_command("FT.INFO", name)  # type: ignore[no-untyped-call]
     # redis-py turns the reply into a dict; a plain list when no callback applies
     pairs = raw.items() if isinstance(raw, dict) else zip(raw[::2], raw[1::2], strict=True)
     info: dict[str, Any] = {}
-    for name, value in pairs:
-        key = name.decode() if isinstance(name, bytes) else str(name)
-        info[key] = value.decode() if isinstance(value, bytes) else value
+    for key, value in pairs:
+        name_text = key.decode() if isinstance(key, bytes) else str(key)
+        info[name_text] = value.decode() if isinstance(value, bytes) else value
     return info
 
 
-async def search_index(client: Redis, ns: str, scope: str, sid: str, query: bytes, dim: int,
-                       top_k: int, tokens: Sequence[str], algorithm: str, ef_runtime: int
-                       ) -> list[VectorMatch]:
-    """KNN over the scope's vectors in the index, filters inside the query."""
-    clauses = [f"@_sc:{{{scope_tag(scope, sid)}}}"] + [f"@_meta:{{{t}}}" for t in tokens]
+def tag_clause(field: str, value: str) -> str:
+    """A tag condition on a hex value (hex needs no query escaping)."""
+    return f"@{field}:{{{value}}}"
+
+
+async def knn(client: Redis, index: str, clauses: Sequence[str], query: bytes, top_k: int,
+              algorithm: str, ef_runtime: int, returns: Sequence[str]
+              ) -> list[tuple[str, dict[bytes, bytes], float]]:
+    """The ``top_k`` nearest vectors among the documents matching every clause
+    (filters are inside the query): (document id, returned fields, cosine
+    similarity) best first."""
     params: list[Any] = ["k", top_k, "vec", query]
     tuning = ""
     if algorithm == "HNSW":
@@ -239,19 +267,27 @@ async def search_index(client: Redis, ns: str, scope: str, sid: str, query: byte
         params += ["ef", max(ef_runtime, top_k)]
     text = f"({' '.join(clauses)})=>[KNN $k @emb $vec{tuning} AS __dist]"
     reply = await client.execute_command(  # type: ignore[no-untyped-call]
-        "FT.SEARCH", K.vector_index(ns, dim), text, "PARAMS", len(params), *params,
-        "SORTBY", "__dist", "ASC", "RETURN", 3, "meta", "rev", "__dist",
+        "FT.SEARCH", index, text, "PARAMS", len(params), *params,
+        "SORTBY", "__dist", "ASC", "RETURN", len(returns) + 1, *returns, "__dist",
         "LIMIT", 0, top_k, "DIALECT", 2)
+    return [(doc_id.decode(), fields, 1.0 - float(fields[b"__dist"]))
+            for doc_id, fields in search_rows(reply)]
+
+
+async def search_index(client: Redis, ns: str, scope: str, sid: str, query: bytes, dim: int,
+                       top_k: int, tokens: Sequence[str], algorithm: str, ef_runtime: int
+                       ) -> list[VectorMatch]:
+    """KNN over one scope's vectors, scope and metadata filters inside the query."""
+    clauses = [tag_clause("_sc", scope_tag(scope, sid))] + [tag_clause("_meta", t)
+                                                              for t in tokens]
     prefix = len(K.vector(ns, scope, sid, ""))
-    matches = []
-    for doc_id, found in _search_rows(reply):
-        matches.append(VectorMatch(
-            key=doc_id.decode()[prefix:], score=1.0 - float(found[b"__dist"]),
-            metadata=json.loads(found[b"meta"]), revision=int(found[b"rev"])))
-    return matches
+    rows = await knn(client, K.vector_index(ns, dim), clauses, query, top_k, algorithm,
+                     ef_runtime, ("meta", "rev"))
+    return [VectorMatch(key=doc_id[prefix:], score=score, metadata=json.loads(fields[b"meta"]),
+                        revision=int(fields[b"rev"])) for doc_id, fields, score in rows]
 
 
-def _search_rows(reply: Any) -> list[tuple[bytes, dict[bytes, bytes]]]:
+def search_rows(reply: Any) -> list[tuple[bytes, dict[bytes, bytes]]]:
     """(document id, returned fields) of an FT.SEARCH reply, RESP3 map or RESP2 array."""
     if isinstance(reply, dict):
         return [(row[b"id"], row[b"extra_attributes"]) for row in reply[b"results"]]

@@ -248,7 +248,7 @@ async def bench_vectors(url: str, n: int, index: str = "hnsw", dim: int = 384,
                                   f"recall@10 {hits / (10 * queries):.3f}",
                          "target": "p50 ≤ 5 ms, recall ≥ 0.95"})
         if mem.capabilities.search:
-            info = await vectors.index_info(mem.client, ns, dim)
+            info = await vectors.index_info(mem.client, K.vector_index(ns, dim))
             docs = int(info["num_docs"])
             index_mb = float(info.get("vector_index_sz_mb", 0))
             rows.append({"op": f"{index}: index memory per vector (FT.INFO vector_index_sz_mb)",

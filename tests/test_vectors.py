@@ -320,7 +320,7 @@ async def test_flat_index_setting(rmem: redismem.Memory, redis_url: str) -> None
     rng = np.random.default_rng(5)
     data = rng.normal(size=(500, 16)).astype(np.float32)
     await scope.set_vectors([(f"v{i:03d}", data[i]) for i in range(500)])
-    info = await V.index_info(rmem.client, rmem.namespace, 16)
+    info = await V.index_info(rmem.client, K.vector_index(rmem.namespace, 16))
     assert V._algorithm(info) == "FLAT"
     normed = data / np.linalg.norm(data, axis=1, keepdims=True)
     q = rng.normal(size=16).astype(np.float32)
