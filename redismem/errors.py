@@ -74,6 +74,19 @@ class InvalidMetadataError(InvalidArgumentError):
     code = "invalid_metadata"
 
 
+class InvalidEventError(InvalidArgumentError):
+    """A thread event is malformed: unknown or missing fields, wrong types,
+    a payload that is not JSON, or a thread id other than the thread's."""
+
+    code = "invalid_event"
+
+
+class InvalidMemoryError(InvalidArgumentError):
+    """A long-term memory record is malformed."""
+
+    code = "invalid_memory"
+
+
 class ConflictError(RedisMemError):
     """An expected revision did not match the stored one; nothing was changed.
 
@@ -138,6 +151,8 @@ BY_CODE: dict[str, type[RedisMemError]] = {
     "INVALID_CURSOR": InvalidCursorError,
     "INVALID_VECTOR": InvalidVectorError,
     "INVALID_METADATA": InvalidMetadataError,
+    "INVALID_EVENT": InvalidEventError,
+    "INVALID_MEMORY": InvalidMemoryError,
     "REVISION_CONFLICT": ConflictError,
 }
 

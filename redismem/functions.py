@@ -210,6 +210,48 @@ class Functions:
         """``redismem_trim_feed``: the number of events dropped."""
         return int(await self._call("redismem_trim_feed", keys, [ns, str(budget)]))
 
+    async def append_events(self, keys: Sequence[str], ns: str, thread: str,
+                            events: Sequence[str]) -> list[int]:
+        """``redismem_append_events``: 1 per event appended, 0 per id already there."""
+        return [int(flag) for flag in
+                await self._call("redismem_append_events", keys, [ns, thread, *events])]
+
+    async def replace_events(self, keys: Sequence[str], ns: str, thread: str,
+                             events: Sequence[str]) -> int:
+        """``redismem_replace_events``: the number of events the thread now holds."""
+        return int(await self._call("redismem_replace_events", keys, [ns, thread, *events]))
+
+    async def recent_events(self, keys: Sequence[str], ns: str, thread: str,
+                            limit: int) -> list[bytes]:
+        """``redismem_recent_events``: event JSON, oldest first."""
+        return list(await self._call("redismem_recent_events", keys, [ns, thread, str(limit)],
+                                     read_only=True))
+
+    async def events_since(self, keys: Sequence[str], ns: str, thread: str, since_ms: int,
+                           limit: int) -> list[bytes]:
+        """``redismem_events_since``: event JSON in append order."""
+        return list(await self._call("redismem_events_since", keys,
+                                     [ns, thread, str(since_ms), str(limit)], read_only=True))
+
+    async def compact_thread(self, keys: Sequence[str], ns: str, thread: str, max_events: int,
+                             keep_types: str, scan_limit: int) -> tuple[int, int]:
+        """``redismem_compact_thread``: (events removed, events kept)."""
+        removed, kept = await self._call(
+            "redismem_compact_thread", keys,
+            [ns, thread, str(max_events), keep_types, str(scan_limit)])
+        return int(removed), int(kept)
+
+    async def upsert_memory(self, keys: Sequence[str], ns: str, user: str, memory_id: str,
+                            record: str, embedding: bytes) -> bool:
+        """``redismem_upsert_memory``: True when created."""
+        return bool(await self._call("redismem_upsert_memory", keys,
+                                     [ns, user, memory_id, record, embedding]))
+
+    async def delete_memory(self, keys: Sequence[str], ns: str, user: str,
+                            memory_id: str) -> bool:
+        """``redismem_delete_memory``: True when deleted."""
+        return bool(await self._call("redismem_delete_memory", keys, [ns, user, memory_id]))
+
     async def create_session(self, keys: Sequence[str], ns: str, session_id: str) -> bool:
         """``redismem_create_session``: True when the session is new."""
         return bool(await self._call("redismem_create_session", keys, [ns, session_id]))

@@ -80,6 +80,60 @@ def sessions(ns: str) -> str:
     return f"{base(ns)}sessions"
 
 
+def thread_events(ns: str, thread: str) -> str:
+    """Stream of a thread's events in append order (field ``e``: event JSON)."""
+    return f"{base(ns)}thr:{thread}:ev"
+
+
+def thread_times(ns: str, thread: str) -> str:
+    """Zset of a thread's event stream ids scored by event timestamp."""
+    return f"{base(ns)}thr:{thread}:ts"
+
+
+def thread_ids(ns: str, thread: str) -> str:
+    """Hash of event id -> stream id (appends are idempotent)."""
+    return f"{base(ns)}thr:{thread}:ids"
+
+
+def threads(ns: str) -> str:
+    """Zset of thread ids scored by the time of their last append (ms)."""
+    return f"{base(ns)}threads"
+
+
+SHARED_USER = "_"
+"""Stands for ``user_id=None`` (memories shared by all users) in key names."""
+
+
+def memory(ns: str, user: str, memory_id: str) -> str:
+    """Hash of one long-term memory (``user`` is SHARED_USER for shared ones)."""
+    return f"{base(ns)}ltm:{user}:{memory_id}"
+
+
+def memory_prefix(ns: str) -> str:
+    """The prefix of every long-term memory hash (what memory indexes cover)."""
+    return f"{base(ns)}ltm:"
+
+
+def memories(ns: str, user: str) -> str:
+    """Zset of a user's memory ids scored by updated_at."""
+    return f"{base(ns)}ltmz:{user}"
+
+
+def memory_dim(ns: str) -> str:
+    """The dimension of the namespace's memory embeddings."""
+    return f"{base(ns)}ltmdim"
+
+
+def memory_text_index(ns: str) -> str:
+    """RediSearch full-text index of long-term memories."""
+    return f"{base(ns)}idx:ltm"
+
+
+def memory_vector_index(ns: str, dim: int) -> str:
+    """RediSearch vector index of long-term memory embeddings of one dimension."""
+    return f"{base(ns)}idx:ltm:{dim}"
+
+
 def pattern(ns: str) -> str:
     """A SCAN pattern matching every key of namespace ``ns``."""
     return f"{base(ns)}*"

@@ -26,3 +26,5 @@ MAX_VECTOR_DIM = 4096
 MAX_METADATA_BYTES = 16_384
 """Largest vector metadata, as canonical JSON."""
 MAX_TOP_K = 1000
+MAX_EVENTS_PER_CALL = 100_000
+"""Events one append or replace call may carry."""

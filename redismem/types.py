@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -117,3 +117,74 @@ class VectorMatch:
     score: float
     metadata: dict[str, Any]
     revision: int
+
+
+JsonValue = Any
+"""Anything JSON-serialisable."""
+
+
+@dataclass(frozen=True)
+class MemoryEvent:
+    """One event of a conversation thread (MemoryStore protocol).
+
+    Attributes:
+        id: unique within the thread; appending an id twice stores it once.
+        thread_id: the thread (also the session scope holding its state).
+        user_id: who the event concerns, or None.
+        type: e.g. ``message``, ``tool_call``, ``trace``.
+        timestamp: milliseconds since the epoch (see ``now_ms``).
+        payload: any JSON value.
+        tags: free-form labels.
+    """
+
+    id: str
+    thread_id: str
+    user_id: str | None
+    type: str
+    timestamp: int
+    payload: JsonValue
+    tags: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class LongTermMemory:
+    """A persistent memory of a user (or shared, ``user_id=None``) in a scope."""
+
+    id: str
+    user_id: str | None
+    scope: str
+    data: dict[str, JsonValue]
+    text: str
+    tags: list[str]
+    metadata: dict[str, JsonValue]
+    created_at: int
+    updated_at: int
+
+
+@dataclass(frozen=True)
+class RetentionPolicy:
+    """How ``compact_thread`` trims a thread: of the newest ``scan_limit``
+    events, protected types are kept first, then the newest others fill
+    ``max_events_per_thread``."""
+
+    max_events_per_thread: int = 500
+    keep_event_types: list[str] = field(default_factory=list)
+    scan_limit: int = 20_000
+
+
+@dataclass(frozen=True)
+class MemoryCapabilities:
+    """What a MemoryStore supports."""
+
+    text_search: bool
+    vector_search: bool
+    atomic_upsert: bool
+    ttl: bool
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    """What ``compact_thread`` did."""
+
+    events_removed: int
+    events_kept: int

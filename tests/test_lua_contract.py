@@ -54,7 +54,8 @@ class Recording(Functions):
         return await super()._call(name, keys, args, **options)
 
 
-async def test_python_wrappers_pass_the_keys_the_headers_list(rmem: redismem.Memory) -> None:
+async def test_python_wrappers_pass_the_keys_the_headers_list(rmem: redismem.Memory,
+                                                               redis_url: str) -> None:
     recording = Recording(rmem.client)
     rmem._conn.functions = recording
     scope = rmem.session("s")
@@ -72,6 +73,17 @@ async def test_python_wrappers_pass_the_keys_the_headers_list(rmem: redismem.Mem
     await scope.get_vector("v")
     await scope.delete_vector("v")
     await recording.version()
+    async with redismem.RedisMemoryStore(redis_url, namespace=rmem.namespace) as store:
+        store.memory._conn.functions = recording
+        event = redismem.MemoryEvent("e1", "t1", None, "message", 1, {})
+        await store.append_event(event)
+        await store.get_recent_events("t1")
+        await store.get_events_since("t1", 0)
+        await store.replace_thread_events("t1", [event])
+        await store.compact_thread("t1")
+        record = redismem.LongTermMemory("m1", "u1", "s", {}, "text", [], {}, 1, 1)
+        await store.upsert_long_term_memory(record)
+        await store.delete_long_term_memory("u1", "m1")
     assert set(recording.calls) == {f"redismem_{p.stem}" for p in FUNCTION_FILES}
     for path in FUNCTION_FILES:
         fixed, variadic = header_keys(path)
@@ -103,6 +115,7 @@ def test_lua_and_python_limits_agree() -> None:
         "max_trim_per_call": limits.MAX_TRIM_PER_CALL,
         "max_vector_dim": limits.MAX_VECTOR_DIM,
         "max_metadata_bytes": limits.MAX_METADATA_BYTES,
+        "max_events_per_call": limits.MAX_EVENTS_PER_CALL,
     }
 
 

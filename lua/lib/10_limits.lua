@@ -19,4 +19,5 @@ local LIMITS = {
   max_trim_per_call = 100000,
   max_vector_dim = 4096,
   max_metadata_bytes = 16384,
+  max_events_per_call = 100000,
 }

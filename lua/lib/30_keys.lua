@@ -17,6 +17,13 @@ local SCHEMA = {
   sequence = function(c) return key_base(c.ns) .. 'seq' end,
   config = function(c) return key_base(c.ns) .. 'cfg' end,
   sessions = function(c) return key_base(c.ns) .. 'sessions' end,
+  thread_events = function(c, thread) return key_base(c.ns) .. 'thr:' .. thread .. ':ev' end,
+  thread_times = function(c, thread) return key_base(c.ns) .. 'thr:' .. thread .. ':ts' end,
+  thread_ids = function(c, thread) return key_base(c.ns) .. 'thr:' .. thread .. ':ids' end,
+  threads = function(c) return key_base(c.ns) .. 'threads' end,
+  memory = function(c, user, id) return key_base(c.ns) .. 'ltm:' .. user .. ':' .. id end,
+  memories = function(c, user) return key_base(c.ns) .. 'ltmz:' .. user end,
+  memory_dim = function(c) return key_base(c.ns) .. 'ltmdim' end,
 }
 
 local function expect_keys(keys, count)

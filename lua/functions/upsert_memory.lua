@@ -1,0 +1,50 @@
+--[[ redismem_upsert_memory: create or replace a long-term memory atomically.
+  KEYS[1] memory hash   rm:{<ns>}:ltm:<user>:<id>   (user '_' = shared)
+  KEYS[2] user zset     rm:{<ns>}:ltmz:<user>
+  KEYS[3] dimension     rm:{<ns>}:ltmdim
+  KEYS[4] config hash   rm:{<ns>}:cfg
+  ARGV[1] namespace  ARGV[2] user ('_' = shared)  ARGV[3] memory id
+  ARGV[4] record: canonical JSON of LongTermMemory (id, user_id, scope,
+          data, text, tags, metadata, created_at, updated_at)
+  ARGV[5] embedding: float32 little-endian bytes, '' = none
+  Reply: 1 when created, 0 when replaced.
+  Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_KEY, INVALID_MEMORY,
+          INVALID_VECTOR (also a dimension other than the namespace's)     ]]
+
+local function upsert_memory(keys, args)
+  count_args(args, 5, 'namespace, user, memory id, record, embedding')
+  local c = {ns = check_id('namespace', args[1])}
+  local user = check_user(args[2])
+  local id = check_key(args[3])
+  expect_keys(keys, 4)
+  local memory_key = expect_key(keys, 1, SCHEMA.memory(c, user, id))
+  local user_key = expect_key(keys, 2, SCHEMA.memories(c, user))
+  local dim_key = expect_key(keys, 3, SCHEMA.memory_dim(c))
+  local config_key = expect_key(keys, 4, SCHEMA.config(c))
+  local m = check_memory(args[4], user, id, config_get(config_key, 'max_value_bytes'))
+  local dim = nil
+  if args[5] ~= '' then
+    dim = check_embedding(args[5])
+    local fixed = tonumber(redis.call('GET', dim_key))
+    if fixed and fixed ~= dim then
+      fail('INVALID_VECTOR', 'embedding has dimension ' .. dim .. '; this namespace stores memory '
+           .. 'embeddings of dimension ' .. fixed)
+    end
+  end
+
+  local created = redis.call('DEL', memory_key) == 0 and 1 or 0
+  local fields = {'rec', args[4], 'text', m.text, '_u', to_hex(user), '_s', to_hex(m.scope),
+                  'upd', int_string(m.updated_at)}
+  if dim then
+    redis.call('SET', dim_key, int_string(dim))
+    fields[#fields + 1] = 'emb'
+    fields[#fields + 1] = args[5]
+    fields[#fields + 1] = '_dim'
+    fields[#fields + 1] = int_string(dim)
+  end
+  redis.call('HSET', memory_key, unpack(fields))
+  redis.call('ZADD', user_key, int_string(m.updated_at), id)
+  return created
+end
+
+register('redismem_upsert_memory', upsert_memory)

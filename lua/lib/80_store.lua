@@ -1,0 +1,183 @@
+--[[ store: thread events and long-term memories (the MemoryStore protocol).
+  Thread <t> of namespace <ns>:
+    rm:{ns}:thr:<t>:ev   stream, one entry per event in append order, field
+                         e = the event's canonical JSON
+    rm:{ns}:thr:<t>:ts   zset, member = stream id, score = event timestamp
+    rm:{ns}:thr:<t>:ids  hash, event id -> stream id (appends are idempotent)
+    rm:{ns}:threads      zset, thread id -> time of its last append (ms)
+  Long-term memory <id> of user <u> ('_' = shared by all users):
+    rm:{ns}:ltm:<u>:<id> hash: rec (record JSON), text, _u and _s tags (hex
+                         of user and scope), upd (updated_at), and when it
+                         has one, emb (float32) and _dim
+    rm:{ns}:ltmz:<u>     zset, member = id, score = updated_at
+    rm:{ns}:ltmdim       the dimension of the namespace's memory embeddings ]]
+
+local EVENT_FIELDS = {id = true, thread_id = true, user_id = true, type = true,
+                      timestamp = true, payload = true, tags = true}
+local MEMORY_FIELDS = {id = true, user_id = true, scope = true, data = true, text = true,
+                       tags = true, metadata = true, created_at = true, updated_at = true}
+
+local function decode_object(code, what, text, limit)
+  if #text > limit then
+    fail(code, what .. ' is ' .. #text .. ' bytes of JSON, the limit is ' .. limit)
+  end
+  local ok, decoded = pcall(cjson.decode, text)
+  if not ok or not string.find(text, '^%s*{') or type(decoded) ~= 'table' then
+    fail(code, what .. ' must be a JSON object, got ' .. show(text))
+  end
+  return decoded
+end
+
+local function check_fields(code, what, decoded, allowed)
+  for name in pairs(decoded) do
+    if not allowed[name] then
+      fail(code, what .. ' has an unknown field ' .. show(name))
+    end
+  end
+  for name in pairs(allowed) do
+    if decoded[name] == nil then
+      fail(code, what .. ' lacks the field ' .. show(name))
+    end
+  end
+end
+
+local function check_text_field(code, what, value, max_bytes)
+  if type(value) ~= 'string' or #value == 0 or #value > max_bytes or string.find(value, '%c') then
+    fail(code, what .. ' must be a non-empty string of at most ' .. max_bytes
+         .. ' bytes without control characters, got ' .. show(value))
+  end
+  return value
+end
+
+local function check_time(code, what, value)
+  if type(value) ~= 'number' or value < 0 or value ~= math.floor(value) or value > LIMITS.max_revision then
+    fail(code, what .. ' must be a non-negative integer (ms), got ' .. show(value))
+  end
+  return value
+end
+
+local function check_tags(code, what, value)
+  if type(value) ~= 'table' then
+    fail(code, what .. ' must be a list of strings')
+  end
+  for _, tag in pairs(value) do
+    if type(tag) ~= 'string' then
+      fail(code, what .. ' must be a list of strings, got ' .. show(tag))
+    end
+  end
+end
+
+-- A thread event: exactly the MemoryEvent fields, of the right types.
+local function check_event(text, thread, limit)
+  local e = decode_object('INVALID_EVENT', 'an event', text, limit)
+  check_fields('INVALID_EVENT', 'the event', e, EVENT_FIELDS)
+  check_text_field('INVALID_EVENT', 'event id', e.id, LIMITS.max_key_bytes)
+  if e.thread_id ~= thread then
+    fail('INVALID_EVENT', 'event ' .. show(e.id) .. ' belongs to thread ' .. show(e.thread_id)
+         .. ', not ' .. show(thread))
+  end
+  if e.user_id ~= cjson.null and type(e.user_id) ~= 'string' then
+    fail('INVALID_EVENT', 'user_id must be a string or null')
+  end
+  check_text_field('INVALID_EVENT', 'event type', e.type, LIMITS.max_id_bytes)
+  check_time('INVALID_EVENT', 'timestamp', e.timestamp)
+  check_tags('INVALID_EVENT', 'tags', e.tags)
+  return e
+end
+
+-- A long-term memory record: exactly the LongTermMemory fields.
+local function check_memory(text, user, id, limit)
+  local m = decode_object('INVALID_MEMORY', 'a memory', text, limit)
+  check_fields('INVALID_MEMORY', 'the memory', m, MEMORY_FIELDS)
+  if m.id ~= id then
+    fail('INVALID_MEMORY', 'the record id ' .. show(m.id) .. ' is not ' .. show(id))
+  end
+  if (user == '_' and m.user_id ~= cjson.null) or (user ~= '_' and m.user_id ~= user) then
+    fail('INVALID_MEMORY', 'the record user_id ' .. show(m.user_id) .. ' does not match ' .. show(user))
+  end
+  check_text_field('INVALID_MEMORY', 'scope', m.scope, LIMITS.max_id_bytes)
+  if type(m.text) ~= 'string' then
+    fail('INVALID_MEMORY', 'text must be a string')
+  end
+  if type(m.data) ~= 'table' or type(m.metadata) ~= 'table' then
+    fail('INVALID_MEMORY', 'data and metadata must be JSON objects')
+  end
+  check_tags('INVALID_MEMORY', 'tags', m.tags)
+  check_time('INVALID_MEMORY', 'created_at', m.created_at)
+  check_time('INVALID_MEMORY', 'updated_at', m.updated_at)
+  return m
+end
+
+-- A shared memory has no user; '_' stands for it in key names.
+local function check_user(text)
+  if text == '_' then
+    return text
+  end
+  return check_id('user id', text)
+end
+
+-- The stream ids of thread events, oldest first, whose timestamp is >= since.
+local function events_by_time(times_key, since, limit)
+  return redis.call('ZRANGEBYSCORE', times_key, int_string(since), '+inf', 'LIMIT', 0, limit)
+end
+
+local function event_bodies(events_key, ids)
+  local bodies = {}
+  for i, id in ipairs(ids) do
+    local entry = redis.call('XRANGE', events_key, id, id)
+    if entry[1] then
+      bodies[#bodies + 1] = entry[1][2][2]
+    end
+  end
+  return bodies
+end
+
+-- Compare stream ids "<ms>-<seq>" numerically.
+local function stream_id_less(a, b)
+  local am, as = string.match(a, '^(%d+)-(%d+)$')
+  local bm, bs = string.match(b, '^(%d+)-(%d+)$')
+  am, bm = tonumber(am), tonumber(bm)
+  if am ~= bm then
+    return am < bm
+  end
+  return tonumber(as) < tonumber(bs)
+end
+
+-- Append checked events; returns one flag per event (1 appended, 0 its id
+-- was already in the thread).
+local function append_checked(t, events)
+  local flags = {}
+  local seen = {}
+  for i, item in ipairs(events) do
+    if seen[item.e.id] or redis.call('HEXISTS', t.ids, item.e.id) == 1 then
+      flags[i] = 0
+    else
+      local id = redis.call('XADD', t.events, '*', 'e', item.text)
+      redis.call('ZADD', t.times, int_string(item.e.timestamp), id)
+      redis.call('HSET', t.ids, item.e.id, id)
+      seen[item.e.id] = true
+      flags[i] = 1
+    end
+  end
+  return flags
+end
+
+-- The three keys of thread `thread` (KEYS[1..3] of the thread functions).
+local function thread_keys(keys, c, thread)
+  return {events = expect_key(keys, 1, SCHEMA.thread_events(c, thread)),
+          times = expect_key(keys, 2, SCHEMA.thread_times(c, thread)),
+          ids = expect_key(keys, 3, SCHEMA.thread_ids(c, thread))}
+end
+
+local function checked_events(args, first, thread, limit)
+  local count = #args - first + 1
+  if count > LIMITS.max_events_per_call then
+    fail('INVALID_ARGUMENT', 'at most ' .. LIMITS.max_events_per_call .. ' events per call, got '
+         .. count)
+  end
+  local events = {}
+  for i = first, #args do
+    events[#events + 1] = {text = args[i], e = check_event(args[i], thread, limit)}
+  end
+  return events
+end

@@ -1,0 +1,551 @@
+"""The MemoryStore protocol of the agent-framework reference, on redismem:
+thread events, state, checkpoints (state keys) and long-term memory with
+text and vector search.
+
+Thread events are Lua functions on a per-thread stream plus a timestamp
+index; state is revisioned values in the thread's session scope (so it has
+revisions, TTL and change-feed events); long-term memories are hashes indexed
+by RediSearch for BM25 text search and vector search, or searched exactly in
+the client when the server has no search module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import os
+import re
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+import numpy as np
+
+from . import _validate as check
+from . import keys as K
+from . import limits
+from . import vectors as V
+from .errors import InvalidArgumentError, InvalidEventError, InvalidMemoryError, InvalidVectorError
+from .memory import Memory, connect
+from .types import (
+    CompactionResult,
+    JsonValue,
+    LongTermMemory,
+    MemoryCapabilities,
+    MemoryEvent,
+    RetentionPolicy,
+)
+
+log = logging.getLogger("redismem")
+_WORD = re.compile(r"\w+")
+_BM25_K1, _BM25_B = 1.2, 0.75
+
+
+def new_id(prefix: str = "id") -> str:
+    """A new unique id, ``<prefix>_<32 hex digits>``."""
+    return f"{prefix}_{uuid.uuid4().hex}"
+
+
+def now_ms() -> int:
+    """Milliseconds since the epoch."""
+    return time.time_ns() // 1_000_000
+
+
+def _dumps(value: Any, error: type[InvalidArgumentError], what: str) -> str:
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                          allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise error(f"{what} is not JSON-serialisable: {exc}") from None
+
+
+def _check_str(value: object, what: str, error: type[InvalidArgumentError], *,
+               max_bytes: int = limits.MAX_KEY_BYTES) -> str:
+    if not isinstance(value, str) or not value or len(value.encode()) > max_bytes or any(
+        ord(ch) < 32 or ord(ch) == 127 for ch in value
+    ):
+        raise error(f"{what} must be a non-empty string of at most {max_bytes} bytes without "
+                    f"control characters, got {value!r}")
+    return value
+
+
+def _check_ms(value: object, what: str, error: type[InvalidArgumentError]) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not (
+        0 <= value <= limits.MAX_REVISION
+    ):
+        raise error(f"{what} must be a non-negative integer of milliseconds, got {value!r}")
+    return value
+
+
+def _check_tags(value: object, what: str, error: type[InvalidArgumentError]) -> list[str]:
+    if not isinstance(value, list | tuple) or not all(isinstance(t, str) for t in value):
+        raise error(f"{what} must be a list of strings, got {value!r}")
+    return list(value)
+
+
+def _check_limit(value: object, what: str = "limit") -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not (
+        1 <= value <= limits.MAX_EVENTS_PER_CALL
+    ):
+        raise InvalidArgumentError(
+            f"{what} must be between 1 and {limits.MAX_EVENTS_PER_CALL}, got {value!r}")
+    return value
+
+
+def event_json(event: MemoryEvent, thread_id: str | None = None) -> str:
+    """Check an event and return its canonical JSON.
+
+    Raises:
+        InvalidEventError: a field has the wrong type, the payload is not JSON,
+            or the thread differs from ``thread_id``.
+    """
+    if not isinstance(event, MemoryEvent):
+        raise InvalidEventError(f"expected a MemoryEvent, got {type(event).__name__}")
+    check.check_id("thread id", event.thread_id)
+    if thread_id is not None and event.thread_id != thread_id:
+        raise InvalidEventError(
+            f"event {event.id!r} belongs to thread {event.thread_id!r}, not {thread_id!r}")
+    _check_str(event.id, "event id", InvalidEventError)
+    if event.user_id is not None and not isinstance(event.user_id, str):
+        raise InvalidEventError(f"user_id must be a string or None, got {event.user_id!r}")
+    _check_str(event.type, "event type", InvalidEventError, max_bytes=limits.MAX_ID_BYTES)
+    _check_ms(event.timestamp, "timestamp", InvalidEventError)
+    _check_tags(event.tags, "tags", InvalidEventError)
+    return _dumps(dataclasses.asdict(event), InvalidEventError, "the event payload")
+
+
+def event_from_json(raw: bytes | str) -> MemoryEvent:
+    return MemoryEvent(**json.loads(raw))
+
+
+def memory_event(data: Mapping[str, Any]) -> MemoryEvent:
+    """A MemoryEvent from a dict, rejecting unknown or missing fields.
+
+    Raises:
+        InvalidEventError: unknown or missing fields.
+    """
+    event: MemoryEvent = _from_dict(MemoryEvent, data, InvalidEventError)
+    return event
+
+
+def long_term_memory(data: Mapping[str, Any]) -> LongTermMemory:
+    """A LongTermMemory from a dict, rejecting unknown or missing fields.
+
+    Raises:
+        InvalidMemoryError: unknown or missing fields.
+    """
+    record: LongTermMemory = _from_dict(LongTermMemory, data, InvalidMemoryError)
+    return record
+
+
+def _from_dict(cls: Any, data: Mapping[str, Any], error: type[InvalidArgumentError]) -> Any:
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise error(f"unknown fields for {cls.__name__}: {', '.join(unknown)}")
+    try:
+        return cls(**data)
+    except TypeError as exc:
+        raise error(f"{cls.__name__}: {exc}") from None
+
+
+def _user_key(user_id: str | None) -> str:
+    if user_id is None:
+        return K.SHARED_USER
+    if user_id == K.SHARED_USER:
+        raise InvalidMemoryError("user id '_' is reserved for shared memories (user_id=None)")
+    return check.check_id("user id", user_id)
+
+
+def memory_json(memory: LongTermMemory) -> str:
+    """Check a long-term memory record and return its canonical JSON.
+
+    Raises:
+        InvalidMemoryError: a field has the wrong type or is not JSON.
+    """
+    if not isinstance(memory, LongTermMemory):
+        raise InvalidMemoryError(f"expected a LongTermMemory, got {type(memory).__name__}")
+    _user_key(memory.user_id)
+    check.check_key(memory.id)
+    _check_str(memory.scope, "scope", InvalidMemoryError, max_bytes=limits.MAX_ID_BYTES)
+    if not isinstance(memory.text, str):
+        raise InvalidMemoryError(f"text must be a string, got {memory.text!r}")
+    for name in ("data", "metadata"):
+        if not isinstance(getattr(memory, name), dict):
+            raise InvalidMemoryError(f"{name} must be a dict")
+    _check_tags(memory.tags, "tags", InvalidMemoryError)
+    _check_ms(memory.created_at, "created_at", InvalidMemoryError)
+    _check_ms(memory.updated_at, "updated_at", InvalidMemoryError)
+    return _dumps(dataclasses.asdict(memory), InvalidMemoryError, "the memory")
+
+
+def memory_from_json(raw: bytes | str) -> LongTermMemory:
+    return LongTermMemory(**json.loads(raw))
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def bm25_rank(query: str, documents: Sequence[tuple[Any, str]], limit: int
+              ) -> list[tuple[Any, float]]:
+    """Okapi BM25 (k1 1.2, b 0.75) of ``documents`` (item, text) for the words
+    of ``query``; items with a positive score, best first."""
+    terms = set(_words(query))
+    if not terms or not documents:
+        return []
+    tokenized = [_words(text) for _, text in documents]
+    average = sum(map(len, tokenized)) / len(tokenized) or 1.0
+    frequency = {t: sum(1 for words in tokenized if t in words) for t in terms}
+    total = len(documents)
+    scored = []
+    for (item, _), words in zip(documents, tokenized, strict=True):
+        score = 0.0
+        for term in terms:
+            count = words.count(term)
+            if count:
+                idf = math.log(1 + (total - frequency[term] + 0.5) / (frequency[term] + 0.5))
+                score += idf * count * (_BM25_K1 + 1) / (
+                    count + _BM25_K1 * (1 - _BM25_B + _BM25_B * len(words) / average))
+        if score > 0:
+            scored.append((item, score))
+    scored.sort(key=lambda pair: -pair[1])
+    return scored[:limit]
+
+
+class RedisMemoryStore:
+    """The MemoryStore protocol on redismem.
+
+    Args:
+        url: as ``redismem.connect`` (default ``REDISMEM_URL``, else the
+            embedded server; ``memory://`` for in-process).
+        namespace: the redismem namespace.
+        **options: passed to ``connect`` (``principal``).
+
+    ``capabilities`` is true for text and vector search on every server:
+    with the search module they use RediSearch (BM25, HNSW or FLAT indexes),
+    without it they run exactly in the client.
+    """
+
+    capabilities = MemoryCapabilities(text_search=True, vector_search=True, atomic_upsert=True,
+                                      ttl=True)
+
+    def __init__(self, url: str | None = None, *, namespace: str = "default",
+                 **options: Any) -> None:
+        check.check_id("namespace", namespace)
+        self.url = url
+        self.namespace = namespace
+        self._options = options
+        self._memory: Memory | None = None
+        self._indexes: dict[int, str] = {}
+
+    @property
+    def memory(self) -> Memory:
+        """The underlying ``Memory`` (after ``setup``)."""
+        if self._memory is None:
+            raise RuntimeError("call `await store.setup()` first")
+        return self._memory
+
+    async def setup(self) -> None:
+        """Connect and prepare indexes; calling it again does nothing."""
+        if self._memory is not None:
+            return
+        self._memory = await connect(self.url, namespace=self.namespace, **self._options)
+        if self._memory.capabilities.search:
+            await V.create_index(self._memory.client, [
+                "FT.CREATE", K.memory_text_index(self.namespace), "ON", "HASH",
+                "PREFIX", 1, K.memory_prefix(self.namespace), "SCHEMA",
+                "text", "TEXT", "_u", "TAG", "_s", "TAG", "upd", "NUMERIC", "SORTABLE"])
+
+    async def close(self) -> None:
+        """Close the connection; calling it again does nothing."""
+        if self._memory is not None:
+            await self._memory.close()
+            self._memory = None
+
+    async def __aenter__(self) -> RedisMemoryStore:
+        await self.setup()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # thread events
+
+    def _thread_keys(self, thread_id: str, *, write: bool) -> list[str]:
+        ns = self.namespace
+        keys = [K.thread_events(ns, thread_id), K.thread_times(ns, thread_id)]
+        if write:
+            keys += [K.thread_ids(ns, thread_id), K.threads(ns), K.config(ns)]
+        return keys
+
+    async def append_event(self, event: MemoryEvent) -> None:
+        """Append an event to its thread (an id already there is not added again).
+
+        Raises:
+            InvalidEventError: the event is malformed.
+        """
+        await self.append_events(event.thread_id if isinstance(event, MemoryEvent) else "",
+                                 [event])
+
+    async def append_events(self, thread_id: str, events: Sequence[MemoryEvent]) -> int:
+        """Append several events of one thread atomically, in order; returns how
+        many were new."""
+        check.check_id("thread id", thread_id)
+        bodies = [event_json(event, thread_id) for event in events]
+        if not bodies:
+            return 0
+        flags = await self.memory._conn.functions.append_events(
+            self._thread_keys(thread_id, write=True), self.namespace, thread_id, bodies)
+        return sum(flags)
+
+    async def get_recent_events(self, thread_id: str, limit: int = 50) -> list[MemoryEvent]:
+        """The ``limit`` most recent events of a thread, oldest first."""
+        check.check_id("thread id", thread_id)
+        raw = await self.memory._conn.functions.recent_events(
+            [K.thread_events(self.namespace, thread_id)], self.namespace, thread_id,
+            _check_limit(limit))
+        return [event_from_json(body) for body in raw]
+
+    async def get_events_since(self, thread_id: str, since_ms: int, limit: int = 500
+                               ) -> list[MemoryEvent]:
+        """Events whose timestamp is at or after ``since_ms``, in append order.
+
+        Found through a timestamp index in O(log n + k). When writers' clocks
+        put timestamps slightly out of append order, every event whose own
+        timestamp qualifies is returned, wherever it sits in the thread; the
+        ``limit`` chosen are those with the earliest timestamps.
+        """
+        check.check_id("thread id", thread_id)
+        raw = await self.memory._conn.functions.events_since(
+            self._thread_keys(thread_id, write=False), self.namespace, thread_id,
+            _check_ms(since_ms, "since_ms", InvalidArgumentError), _check_limit(limit))
+        return [event_from_json(body) for body in raw]
+
+    async def replace_thread_events(self, thread_id: str, events: list[MemoryEvent]) -> None:
+        """Replace every event of a thread, atomically."""
+        check.check_id("thread id", thread_id)
+        if len(events) > limits.MAX_EVENTS_PER_CALL:
+            raise InvalidArgumentError(
+                f"at most {limits.MAX_EVENTS_PER_CALL} events per call, got {len(events)}")
+        bodies = [event_json(event, thread_id) for event in events]
+        await self.memory._conn.functions.replace_events(
+            self._thread_keys(thread_id, write=True), self.namespace, thread_id, bodies)
+
+    async def compact_thread(self, thread_id: str,
+                             event_policy: RetentionPolicy | None = None) -> CompactionResult:
+        """Apply a retention policy in one Lua call: of the newest ``scan_limit``
+        events, protected types are kept first, then the newest others fill
+        ``max_events_per_thread``; older events are not examined and stay."""
+        check.check_id("thread id", thread_id)
+        policy = event_policy or RetentionPolicy()
+        if isinstance(policy.max_events_per_thread, bool) or not isinstance(
+            policy.max_events_per_thread, int
+        ) or policy.max_events_per_thread < 0:
+            raise InvalidArgumentError("max_events_per_thread must be an integer >= 0, got "
+                                       f"{policy.max_events_per_thread!r}")
+        _check_limit(policy.scan_limit, "scan_limit")
+        keep = _check_tags(policy.keep_event_types, "keep_event_types", InvalidArgumentError)
+        removed, kept = await self.memory._conn.functions.compact_thread(
+            self._thread_keys(thread_id, write=True)[:3], self.namespace, thread_id,
+            policy.max_events_per_thread, json.dumps(keep), policy.scan_limit)
+        return CompactionResult(removed, kept)
+
+    async def list_threads(self) -> list[tuple[str, int]]:
+        """(thread id, time of its last append in ms), most recent first."""
+        rows = cast(list[tuple[bytes, float]], await self.memory.client.zrevrange(
+            K.threads(self.namespace), 0, -1, withscores=True))
+        return [(name.decode(), int(score)) for name, score in rows]
+
+    # state: revisioned values in the thread's session scope
+
+    async def put_state(self, thread_id: str, key: str, value: JsonValue) -> None:
+        """Store state ``key`` of a thread (a revisioned value of its session scope)."""
+        await self.memory.session(thread_id).set(key, value)
+
+    async def get_state(self, thread_id: str, key: str) -> JsonValue | None:
+        """State ``key`` of a thread, or None."""
+        return (await self.memory.session(thread_id).get(key)).value
+
+    async def list_state(self, thread_id: str, prefix: str | None = None
+                         ) -> dict[str, JsonValue]:
+        """Every state entry of a thread (whose key starts with ``prefix``)."""
+        scope = self.memory.session(thread_id)
+        names = await scope.list_keys(prefix)
+        found: dict[str, JsonValue] = {}
+        for start in range(0, len(names), limits.MAX_BATCH):
+            got = await scope.get_many(names[start:start + limits.MAX_BATCH])
+            found.update({name: value.value for name, value in got.items() if value.found})
+        return found
+
+    async def delete_state(self, thread_id: str, key: str) -> None:
+        """Delete state ``key`` of a thread (nothing happens when it is absent)."""
+        await self.memory.session(thread_id).delete(key)
+
+    # long-term memory
+
+    async def upsert_long_term_memory(self, memory: LongTermMemory, *,
+                                      embedding: Sequence[float] | None = None) -> None:
+        """Create or replace a memory atomically, with an optional embedding.
+
+        Raises:
+            InvalidMemoryError: the record is malformed.
+            InvalidVectorError: the embedding is invalid or its dimension differs
+                from the namespace's memory embeddings.
+        """
+        record = memory_json(memory)
+        user = _user_key(memory.user_id)
+        blob = b""
+        if embedding is not None:
+            blob, dim = V.embedding_bytes(embedding)
+            await self._ensure_vector_index(dim)
+        ns = self.namespace
+        await self.memory._conn.functions.upsert_memory(
+            [K.memory(ns, user, memory.id), K.memories(ns, user), K.memory_dim(ns), K.config(ns)],
+            ns, user, memory.id, record, blob)
+
+    async def delete_long_term_memory(self, user_id: str | None, memory_id: str) -> None:
+        """Delete a memory (nothing happens when it is absent)."""
+        user = _user_key(user_id)
+        check.check_key(memory_id)
+        ns = self.namespace
+        await self.memory._conn.functions.delete_memory(
+            [K.memory(ns, user, memory_id), K.memories(ns, user)], ns, user, memory_id)
+
+    async def list_long_term_memories(self, user_id: str | None, *, scope: str | None = None,
+                                      limit: int = 100) -> list[LongTermMemory]:
+        """A user's memories (or the shared ones), newest ``updated_at`` first."""
+        limit = _check_limit(limit)
+        return [m for m, _ in await self._memories(user_id, scope, limit=limit)]
+
+    async def _memories(self, user_id: str | None, scope: str | None, *,
+                        limit: int | None = None, embeddings: bool = False
+                        ) -> list[tuple[LongTermMemory, bytes | None]]:
+        """Records of a user, newest first, optionally with their embeddings."""
+        user = _user_key(user_id)
+        if scope is not None:
+            _check_str(scope, "scope", InvalidMemoryError, max_bytes=limits.MAX_ID_BYTES)
+        client, ns = self.memory.client, self.namespace
+        found: list[tuple[LongTermMemory, bytes | None]] = []
+        start, page = 0, 500
+        while limit is None or len(found) < limit:
+            ids = cast(list[bytes], await client.zrevrange(K.memories(ns, user), start,
+                                                          start + page - 1))
+            if not ids:
+                break
+            start += page
+            pipe = client.pipeline(transaction=False)
+            for memory_id in ids:
+                pipe.hmget(K.memory(ns, user, memory_id.decode()), "rec", "emb")
+            for rec, emb in await pipe.execute():
+                if rec is None:
+                    continue
+                record = memory_from_json(rec)
+                if scope is None or record.scope == scope:
+                    found.append((record, emb if embeddings else None))
+        return found[:limit] if limit is not None else found
+
+    async def search_long_term_memory_text(self, user_id: str | None, query: str, *,
+                                           scope: str | None = None, limit: int = 10
+                                           ) -> list[LongTermMemory]:
+        """Memories whose text matches words of ``query``, ranked by BM25."""
+        if not isinstance(query, str):
+            raise InvalidArgumentError(f"query must be a string, got {query!r}")
+        limit = _check_limit(limit)
+        user = _user_key(user_id)
+        words = sorted(set(_words(query)))
+        if not words:
+            return []
+        if not self.memory.capabilities.search:
+            records = await self._memories(user_id, scope)
+            return [m for m, _ in bm25_rank(query, [(m, m.text) for m, _ in records], limit)]
+        clauses = [V.tag_clause("_u", user.encode().hex())]
+        if scope is not None:
+            clauses.append(V.tag_clause("_s", scope.encode().hex()))
+        text = f"{' '.join(clauses)} @text:({'|'.join(words)})"
+        reply = await self.memory.client.execute_command(  # type: ignore[no-untyped-call]
+            "FT.SEARCH", K.memory_text_index(self.namespace), text, "SCORER", "BM25",
+            "RETURN", 1, "rec", "LIMIT", 0, limit, "DIALECT", 2)
+        return [memory_from_json(fields[b"rec"]) for _, fields in V.search_rows(reply)]
+
+    async def search_long_term_memory_vector(
+        self, user_id: str | None, query_embedding: Sequence[float], *,
+        scope: str | None = None, limit: int = 10, min_score: float | None = None,
+    ) -> list[tuple[LongTermMemory, float]]:
+        """(memory, cosine similarity) of the memories nearest to the query, best
+        first; ``min_score`` drops weaker ones.
+
+        Raises:
+            InvalidVectorError: the query is invalid or of another dimension
+                than the namespace's memory embeddings.
+        """
+        blob, dim = V.embedding_bytes(query_embedding)
+        limit = V.check_top_k(limit)
+        floor = V.check_min_score(min_score)
+        user = _user_key(user_id)
+        stored = await self.memory.client.get(K.memory_dim(self.namespace))
+        if stored is None:
+            return []
+        if int(stored) != dim:
+            raise InvalidVectorError(f"the query has dimension {dim}; this namespace's memory "
+                                     f"embeddings have dimension {int(stored)}")
+        if self.memory.capabilities.search:
+            algorithm = await self._ensure_vector_index(dim)
+            clauses = [V.tag_clause("_u", user.encode().hex())]
+            if scope is not None:
+                clauses.append(V.tag_clause("_s", scope.encode().hex()))
+            rows = await V.knn(self.memory.client, K.memory_vector_index(self.namespace, dim),
+                               clauses, blob, limit, algorithm, self._ef_runtime(), ("rec",))
+            pairs = [(memory_from_json(fields[b"rec"]), score) for _, fields, score in rows]
+        else:
+            pairs = self._rank_exact(await self._memories(user_id, scope, embeddings=True),
+                                     np.frombuffer(blob, dtype="<f4"), limit)
+        return [(m, s) for m, s in pairs if floor is None or s >= floor]
+
+    @staticmethod
+    def _rank_exact(records: Sequence[tuple[LongTermMemory, bytes | None]], query: np.ndarray,
+                    limit: int) -> list[tuple[LongTermMemory, float]]:
+        with_vectors = [(m, np.frombuffer(e, dtype="<f4")) for m, e in records
+                        if e is not None and len(e) == 4 * query.size]
+        ranked = V.rank_exact(query, [(m.id, vec, {}, i) for i, (m, vec)
+                                      in enumerate(with_vectors)], limit)
+        return [(with_vectors[match.revision][0], match.score) for match in ranked]
+
+    def _ef_runtime(self) -> int:
+        return V.IndexParams.from_settings(self.memory._conn.settings).ef_runtime
+
+    async def _ensure_vector_index(self, dim: int) -> str:
+        if not self.memory.capabilities.search:
+            return "EXACT"
+        if dim not in self._indexes:
+            spec = V.IndexSpec(K.memory_vector_index(self.namespace, dim),
+                               K.memory_prefix(self.namespace), dim, ("_u", "_s"))
+            self._indexes[dim] = await V.ensure_index(
+                self.memory.client, spec, V.IndexParams.from_settings(self.memory._conn.settings))
+        return self._indexes[dim]
+
+
+async def store_from_env(**options: Any) -> RedisMemoryStore:
+    """A set-up store chosen by ``REDISMEM_BACKEND`` (``redis``, the default, or
+    ``memory``) and ``REDISMEM_URL``. When the configured backend fails to
+    initialise, logs a warning and falls back to ``memory://``.
+
+    Raises:
+        ValueError: ``REDISMEM_BACKEND`` names no known backend.
+    """
+    backend = os.environ.get("REDISMEM_BACKEND", "redis").strip().lower()
+    if backend not in ("redis", "memory"):
+        raise ValueError(f"REDISMEM_BACKEND must be 'redis' or 'memory', got {backend!r}")
+    url = "memory://" if backend == "memory" else os.environ.get("REDISMEM_URL") or None
+    store = RedisMemoryStore(url, **options)
+    try:
+        await store.setup()
+    except Exception as exc:  # any failure to initialise: fall back, as documented
+        log.warning("redismem: the %s backend failed to initialise (%s: %s); "
+                    "falling back to memory://", backend, type(exc).__name__, exc)
+        store = RedisMemoryStore("memory://", **options)
+        await store.setup()
+    return store
