@@ -174,3 +174,32 @@ def test_vector_commands(redis_url: str, ns: str) -> None:
     assert bad.returncode == 1 and bad.stderr.startswith("Error: InvalidVectorError")
     bad = run_script("vectors", "search", *base, "not json")
     assert bad.returncode == 1 and "QUERY is not valid JSON" in bad.stderr
+
+
+def test_thread_and_ltm_commands(redis_url: str, ns: str) -> None:
+    async def seed() -> None:
+        async with redismem.RedisMemoryStore(redis_url, namespace=ns) as store:
+            await store.append_events("chat", [
+                redismem.MemoryEvent(f"e{i}", "chat", None, "trace" if i == 0 else "message",
+                                     i, {"i": i}) for i in range(6)])
+            await store.upsert_long_term_memory(redismem.LongTermMemory(
+                "m1", "u1", "knowledge", {}, "python generators yield", [], {}, 1, 1))
+
+    asyncio.run(seed())
+    runner = CliRunner()
+    base = ["--url", redis_url, "--namespace", ns]
+    out = runner.invoke(main, ["threads", "list", *base, "--json"])
+    assert [(r["thread_id"], r["events"]) for r in json.loads(out.output)] == [("chat", 6)]
+    out = runner.invoke(main, ["threads", "show", *base, "chat", "--limit", "2"])
+    assert out.output.splitlines() == ['4 message e4 {"i": 4}', '5 message e5 {"i": 5}']
+    out = runner.invoke(main, ["threads", "compact", *base, "chat", "--max-events", "2",
+                               "--keep-type", "trace", "--json"])
+    assert json.loads(out.output) == {"events_removed": 4, "events_kept": 2}
+    out = runner.invoke(main, ["threads", "show", *base, "chat", "--json"])
+    assert [e["id"] for e in json.loads(out.output)] == ["e0", "e5"]
+    out = runner.invoke(main, ["ltm", "list", *base, "--user", "u1"])
+    assert out.output.strip() == "m1 [knowledge] python generators yield"
+    out = runner.invoke(main, ["ltm", "search", *base, "--user", "u1", "generators", "--json"])
+    assert [m["id"] for m in json.loads(out.output)] == ["m1"]
+    bad = run_script("threads", "show", "bad:thread", url=redis_url)
+    assert bad.returncode == 1 and bad.stderr.startswith("Error: InvalidIdError")
