@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 from redis.asyncio import Redis
@@ -21,9 +22,11 @@ class Connection:
     settings: dict[str, int | str] = field(default_factory=dict)
     search: bool = False
     """The server has the search module: vectors are searched through indexes."""
-    indexes: dict[int, str] = field(default_factory=dict)
-    """Dimension -> algorithm (HNSW or FLAT) of the indexes this connection
-    has made sure of."""
+    indexes: dict[str, str] = field(default_factory=dict)
+    """Index name -> algorithm (HNSW or FLAT) of the vector indexes this
+    connection has made sure of."""
+    index_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """Held while making sure of an index, so concurrent first writes create it once."""
 
     @property
     def max_value_bytes(self) -> int:

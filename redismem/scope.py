@@ -230,12 +230,9 @@ class MemoryScope:
         return K.vector(self._conn.namespace, self.scope, self.scope_id, key)
 
     async def _ensure_indexes(self, dims: Iterable[int]) -> None:
-        if not self._conn.search:
-            return
-        for dim in set(dims) - set(self._conn.indexes):
-            self._conn.indexes[dim] = await V.ensure_index(
-                self._conn.client, V.scope_index(self._conn.namespace, dim),
-                V.IndexParams.from_settings(self._conn.settings))
+        if self._conn.search:
+            for dim in set(dims):
+                await V.cached_index(self._conn, V.scope_index(self._conn.namespace, dim))
 
     async def set_vector(self, key: str, embedding: Any,
                          metadata: Mapping[str, Any] | None = None, *,
@@ -348,10 +345,10 @@ class MemoryScope:
                 f"the query has dimension {dim}; this scope's vectors have dimension "
                 f"{' and '.join(map(str, dims))}")
         if self._conn.search:
-            await self._ensure_indexes([dim])
+            algorithm = await V.cached_index(self._conn, V.scope_index(ns, dim))
             ef = V.IndexParams.from_settings(self._conn.settings).ef_runtime
             matches = await V.search_index(self._conn.client, ns, scope, sid, blob, dim, top_k,
-                                           tokens, self._conn.indexes[dim], ef)
+                                           tokens, algorithm, ef)
         else:
             matches = await self._search_exact(blob, dim, top_k, filter)
         return [m for m in matches if floor is None or m.score >= floor]

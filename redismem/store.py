@@ -240,7 +240,6 @@ class RedisMemoryStore:
         self.namespace = namespace
         self._options = options
         self._memory: Memory | None = None
-        self._indexes: dict[int, str] = {}
 
     @property
     def memory(self) -> Memory:
@@ -520,12 +519,9 @@ class RedisMemoryStore:
     async def _ensure_vector_index(self, dim: int) -> str:
         if not self.memory.capabilities.search:
             return "EXACT"
-        if dim not in self._indexes:
-            spec = V.IndexSpec(K.memory_vector_index(self.namespace, dim),
-                               K.memory_prefix(self.namespace), dim, ("_u", "_s"))
-            self._indexes[dim] = await V.ensure_index(
-                self.memory.client, spec, V.IndexParams.from_settings(self.memory._conn.settings))
-        return self._indexes[dim]
+        spec = V.IndexSpec(K.memory_vector_index(self.namespace, dim),
+                           K.memory_prefix(self.namespace), dim, ("_u", "_s"))
+        return await V.cached_index(self.memory._conn, spec)
 
 
 async def store_from_env(**options: Any) -> RedisMemoryStore:

@@ -22,6 +22,7 @@ from redis.exceptions import ResponseError
 
 from . import keys as K
 from . import limits
+from ._connection import Connection
 from .errors import InvalidArgumentError, InvalidMetadataError, InvalidVectorError
 from .types import VectorMatch
 
@@ -204,6 +205,19 @@ async def ensure_index(client: Redis, spec: IndexSpec, params: IndexParams) -> s
     if not await create_index(client, args):
         return _algorithm(await index_info(client, spec.name))
     return params.algorithm
+
+
+async def cached_index(conn: Connection, spec: IndexSpec) -> str:
+    """The algorithm of ``spec``'s index, creating the index the first time this
+    connection needs it (once, however many tasks ask at the same moment)."""
+    found = conn.indexes.get(spec.name)
+    if found is not None:
+        return found
+    async with conn.index_lock:
+        if spec.name not in conn.indexes:
+            conn.indexes[spec.name] = await ensure_index(
+                conn.client, spec, IndexParams.from_settings(conn.settings))
+        return conn.indexes[spec.name]
 
 
 async def create_index(client: Redis, args: Sequence[Any]) -> bool:

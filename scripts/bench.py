@@ -3,6 +3,7 @@
     python scripts/bench.py kv [--n 10000] [--url URL] [--json]
     python scripts/bench.py feed [--n 2000] [--url URL] [--json]
     python scripts/bench.py vectors [--n 100000] [--index hnsw|flat] [--url URL] [--json]
+    python scripts/bench.py store [--n 10000] [--url URL] [--json]
 
 Without --url a fresh embedded server is started in a temporary directory
 (AOF on, appendfsync everysec) and stopped afterwards. Figures are ops/s of
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import platform
 import statistics
@@ -260,6 +262,77 @@ async def bench_vectors(url: str, n: int, index: str = "hnsw", dim: int = 384,
     return rows
 
 
+async def bench_store(url: str, n: int) -> list[dict[str, Any]]:
+    ns = "bench" + uuid.uuid4().hex[:8]
+    raw = Redis.from_url(url)
+    rows: list[dict[str, Any]] = []
+    async with redismem.RedisMemoryStore(url, namespace=ns, principal="bench") as store:
+        def event(thread: str, i: int) -> redismem.MemoryEvent:
+            return redismem.MemoryEvent(f"e{i}", thread, "u1", "message", 1_700_000_000_000 + i,
+                                        {"role": "user", "text": f"message number {i}"})
+
+        payload = json.dumps(dataclasses.asdict(event("a", 0)))
+        raw_rate, store_rate = await compare(
+            n, lambda i: raw.xadd(f"rawthr:{ns}", {"e": payload}),
+            lambda i: store.append_event(event("appends", i)))
+        rows.append({"op": "append_event (sequential)", "value":
+                     f"{store_rate:,.0f}/s vs raw XADD {raw_rate:,.0f}/s = "
+                     f"{store_rate / raw_rate:.2f}x", "target": "≥ 0.6x"})
+
+        big = 100_000
+        for first in range(0, big, 1000):
+            await store.append_events("big", [event("big", i) for i in range(first, first + 1000)])
+        latencies = []
+        for _ in range(500):
+            t0 = time.perf_counter()
+            recent = await store.get_recent_events("big", 50)
+            latencies.append((time.perf_counter() - t0) * 1000)
+        assert len(recent) == 50
+        rows.append({"op": f"get_recent_events(50) on a {big:,}-event thread",
+                     "value": f"p50 {statistics.median(latencies):.2f} ms, "
+                              f"p99 {_percentile(latencies, 0.99):.2f} ms",
+                     "target": "p50 ≤ 1 ms"})
+        t0 = time.perf_counter()
+        result = await store.compact_thread("big", redismem.RetentionPolicy(500, [], big))
+        seconds = time.perf_counter() - t0
+        rows.append({"op": f"compact_thread {big:,} -> 500 events",
+                     "value": f"{seconds:.2f} s (removed {result.events_removed:,})",
+                     "target": "≤ 2 s"})
+
+        memories, dim = 50_000, 64
+        rng = np.random.default_rng(7)
+        words = ["redis", "python", "memory", "agent", "vector", "search", "thread", "cluster",
+                 "stream", "index", "token", "model", "prompt", "cache", "queue", "lua"]
+        embeddings = rng.normal(size=(memories, dim)).astype(np.float32)
+        for first in range(0, memories, 200):
+            await asyncio.gather(*(store.upsert_long_term_memory(
+                redismem.LongTermMemory(f"m{i}", "user-1", "knowledge", {"i": i},
+                                        " ".join(rng.choice(words, size=12)), [], {}, i, i),
+                embedding=embeddings[i]) for i in range(first, first + 200)))
+        for label, search in (
+            ("text", lambda q: store.search_long_term_memory_text(
+                "user-1", " ".join(rng.choice(words, size=2)), limit=10)),
+            ("vector", lambda q: store.search_long_term_memory_vector(
+                "user-1", rng.normal(size=dim).tolist(), limit=10)),
+        ):
+            latencies = []
+            for q in range(200):
+                t0 = time.perf_counter()
+                await search(q)
+                latencies.append((time.perf_counter() - t0) * 1000)
+            rows.append({"op": f"long-term {label} search, top 10 of {memories:,}",
+                         "value": f"p50 {statistics.median(latencies):.2f} ms, "
+                                  f"p99 {_percentile(latencies, 0.99):.2f} ms", "target": ""})
+        client = store.memory.client
+        for index in [K.memory_text_index(ns), K.memory_vector_index(ns, dim)]:
+            await client.execute_command("FT.DROPINDEX", index)
+        async for key in client.scan_iter(match=K.pattern(ns), count=1000):
+            await client.delete(key)
+    await raw.delete(f"rawthr:{ns}")
+    await raw.aclose()
+    return rows
+
+
 def vectors_table(rows: list[dict[str, Any]]) -> str:
     lines = ["| measurement | result | target |", "|---|---|---|"]
     lines += [f"| {row['op']} | {row['value']} | {row['target']} |" for row in rows]
@@ -295,7 +368,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("suite", choices=["kv", "feed", "vectors"])
+    parser.add_argument("suite", choices=["kv", "feed", "vectors", "store"])
     parser.add_argument("--n", type=int, default=None,
                         help="operations per measurement (default: kv 10000, feed 2000)")
     parser.add_argument("--url", default=None, help="benchmark this server instead")
@@ -303,9 +376,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="vectors: the namespace's vector_index setting")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    n = args.n or {"kv": 10_000, "feed": 2000, "vectors": 100_000}[args.suite]
+    n = args.n or {"kv": 10_000, "feed": 2000, "vectors": 100_000, "store": 10_000}[args.suite]
     suites = {"kv": (bench_kv, table), "feed": (bench_feed, feed_table),
-              "vectors": (bench_vectors, vectors_table)}
+              "vectors": (bench_vectors, vectors_table), "store": (bench_store, vectors_table)}
     run, render = suites[args.suite]
     with server_url(args.url) as url:
         rows = asyncio.run(bench_vectors(url, n, args.index) if args.suite == "vectors"

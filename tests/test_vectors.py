@@ -331,7 +331,7 @@ async def test_flat_index_setting(rmem: redismem.Memory, redis_url: str) -> None
         await other.configure(vector_index="hnsw")
         found = await other.global_scope().similarity_search(q, top_k=10)
         assert [m.key for m in found] == expected
-        assert other._conn.indexes == {16: "FLAT"}
+        assert other._conn.indexes == {K.vector_index(rmem.namespace, 16): "FLAT"}
 
 
 async def test_index_creation_race(redis_url: str, ns: str) -> None:
@@ -342,3 +342,8 @@ async def test_index_creation_race(redis_url: str, ns: str) -> None:
     assert await asyncio.gather(*(writer(i) for i in range(8))) == [1] * 8
     async with await redismem.connect(redis_url, namespace=ns) as mem:
         assert len(await mem.global_scope().similarity_search([1.0, 0.0], top_k=20)) == 8
+        # many first writes at once on one connection: one index, no pool exhaustion
+        many = await asyncio.gather(*(mem.session("many").set_vector(f"k{i}", [1.0, i, 2.0])
+                                      for i in range(300)))
+        assert many == [1] * 300
+        assert list(mem._conn.indexes) == [K.vector_index(ns, 2), K.vector_index(ns, 3)]
