@@ -405,13 +405,14 @@ def threads() -> None:
 @json_option
 @_with_store
 async def threads_list(store: RedisMemoryStore, as_json: bool) -> None:
-    """Threads, most recently appended first, with their event counts."""
+    """Threads, latest event first, with their event counts."""
     rows = []
     for thread, last in await store.list_threads():
         count = await store.memory.client.xlen(K.thread_events(store.namespace, thread))
-        rows.append({"thread_id": thread, "events": count, "last_append_ms": last})
+        rows.append({"thread_id": thread, "events": count, "last_event_ms": last})
     _emit(rows, as_json, lambda rs: "\n".join(
-        f"{r['thread_id']}  {r['events']} events  last append {r['last_append_ms']}" for r in rs))
+        f"{r['thread_id']}  {r['events']} events  last event at {r['last_event_ms']}"
+        for r in rs))
 
 
 @threads.command("show")

@@ -28,3 +28,5 @@ MAX_METADATA_BYTES = 16_384
 MAX_TOP_K = 1000
 MAX_EVENTS_PER_CALL = 100_000
 """Events one append or replace call may carry."""
+MAX_EVENT_BYTES = 1_048_576
+"""Largest thread event, as canonical JSON."""

@@ -114,7 +114,14 @@ def event_json(event: MemoryEvent, thread_id: str | None = None) -> str:
     _check_str(event.type, "event type", InvalidEventError, max_bytes=limits.MAX_ID_BYTES)
     _check_ms(event.timestamp, "timestamp", InvalidEventError)
     _check_tags(event.tags, "tags", InvalidEventError)
-    return _dumps(dataclasses.asdict(event), InvalidEventError, "the event payload")
+    # a plain dict: dataclasses.asdict deep-copies the payload, which costs more
+    # than the rest of an append on the client side
+    text = _dumps({"id": event.id, "thread_id": event.thread_id, "user_id": event.user_id,
+                   "type": event.type, "timestamp": event.timestamp, "payload": event.payload,
+                   "tags": list(event.tags)}, InvalidEventError, "the event payload")
+    if len(text) > limits.MAX_EVENT_BYTES // 4 and len(text.encode()) > limits.MAX_EVENT_BYTES:
+        raise InvalidEventError(f"the event is over {limits.MAX_EVENT_BYTES} bytes of JSON")
+    return text
 
 
 def event_from_json(raw: bytes | str) -> MemoryEvent:
@@ -278,7 +285,7 @@ class RedisMemoryStore:
         ns = self.namespace
         keys = [K.thread_events(ns, thread_id), K.thread_times(ns, thread_id)]
         if write:
-            keys += [K.thread_ids(ns, thread_id), K.threads(ns), K.config(ns)]
+            keys += [K.thread_ids(ns, thread_id), K.threads(ns)]
         return keys
 
     async def append_event(self, event: MemoryEvent) -> None:
@@ -287,16 +294,17 @@ class RedisMemoryStore:
         Raises:
             InvalidEventError: the event is malformed.
         """
-        await self.append_events(event.thread_id if isinstance(event, MemoryEvent) else "",
-                                 [event])
+        body = event_json(event)
+        await self._append(event.thread_id, [body])
 
     async def append_events(self, thread_id: str, events: Sequence[MemoryEvent]) -> int:
         """Append several events of one thread atomically, in order; returns how
         many were new."""
         check.check_id("thread id", thread_id)
         bodies = [event_json(event, thread_id) for event in events]
-        if not bodies:
-            return 0
+        return await self._append(thread_id, bodies) if bodies else 0
+
+    async def _append(self, thread_id: str, bodies: list[str]) -> int:
         flags = await self.memory._conn.functions.append_events(
             self._thread_keys(thread_id, write=True), self.namespace, thread_id, bodies)
         return sum(flags)
@@ -354,7 +362,7 @@ class RedisMemoryStore:
         return CompactionResult(removed, kept)
 
     async def list_threads(self) -> list[tuple[str, int]]:
-        """(thread id, time of its last append in ms), most recent first."""
+        """(thread id, timestamp of its last appended event), most recent first."""
         rows = cast(list[tuple[bytes, float]], await self.memory.client.zrevrange(
             K.threads(self.namespace), 0, -1, withscores=True))
         return [(name.decode(), int(score)) for name, score in rows]

@@ -116,6 +116,7 @@ def test_lua_and_python_limits_agree() -> None:
         "max_vector_dim": limits.MAX_VECTOR_DIM,
         "max_metadata_bytes": limits.MAX_METADATA_BYTES,
         "max_events_per_call": limits.MAX_EVENTS_PER_CALL,
+        "max_event_bytes": limits.MAX_EVENT_BYTES,
     }
 
 

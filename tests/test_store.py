@@ -306,7 +306,7 @@ def test_unknown_fields_are_rejected() -> None:
 async def test_raw_fcall_rejects_bad_events(rmem: redismem.Memory) -> None:
     ns = rmem.namespace
     keys = [K.thread_events(ns, "t"), K.thread_times(ns, "t"), K.thread_ids(ns, "t"),
-            K.threads(ns), K.config(ns)]
+            K.threads(ns)]
     good = ('{"id":"e","payload":{},"tags":[],"thread_id":"t","timestamp":1,"type":"m",'
             '"user_id":null}')
     cases = [
@@ -321,11 +321,11 @@ async def test_raw_fcall_rejects_bad_events(rmem: redismem.Memory) -> None:
     before = await snapshot(rmem)
     for body, message in cases:
         with pytest.raises(Exception, match=message) as info:
-            await rmem.client.execute_command("FCALL", "redismem_append_events", 5, *keys, ns,
+            await rmem.client.execute_command("FCALL", "redismem_append_events", 4, *keys, ns,
                                               "t", good, body)
         assert str(info.value).startswith("INVALID_EVENT")
         assert await snapshot(rmem) == before  # the good event before it was not written
-    assert await rmem.client.execute_command("FCALL", "redismem_append_events", 5, *keys, ns,
+    assert await rmem.client.execute_command("FCALL", "redismem_append_events", 4, *keys, ns,
                                              "t", good, good) == [1, 0]
     with pytest.raises(Exception, match=r"^INVALID_ARGUMENT"):
         await rmem.client.execute_command("FCALL", "redismem_compact_thread", 3, *keys[:3], ns,
@@ -376,3 +376,13 @@ async def test_store_from_env(monkeypatch: pytest.MonkeyPatch, redis_url: str,
     monkeypatch.setenv("REDISMEM_BACKEND", "sqlite")
     with pytest.raises(ValueError, match="REDISMEM_BACKEND"):
         await redismem.store_from_env()
+
+
+def test_event_json_carries_every_field() -> None:
+    import dataclasses
+    import json
+
+    from redismem.store import event_json
+
+    sample = event("t", 3, tag="x")
+    assert json.loads(event_json(sample)) == dataclasses.asdict(sample)

@@ -5,9 +5,9 @@
   KEYS[2] times zset      rm:{<ns>}:thr:<thread>:ts
   KEYS[3] ids hash        rm:{<ns>}:thr:<thread>:ids
   KEYS[4] threads zset    rm:{<ns>}:threads
-  KEYS[5] config hash     rm:{<ns>}:cfg
   ARGV[1] namespace  ARGV[2] thread id  ARGV[3..] events (canonical JSON of
-          MemoryEvent: id, thread_id, user_id, type, timestamp, payload, tags)
+          MemoryEvent: id, thread_id, user_id, type, timestamp, payload, tags;
+          at most 1 MiB each)
   Reply: one integer per event: 1 appended, 0 already there.
   Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_EVENT                    ]]
 
@@ -15,12 +15,11 @@ local function append_events(keys, args)
   count_args(args, 3, 'namespace, thread id, then events')
   local c = {ns = check_id('namespace', args[1])}
   local thread = check_id('thread id', args[2])
-  expect_keys(keys, 5)
+  expect_keys(keys, 4)
   local t = thread_keys(keys, c, thread)
   local threads_key = expect_key(keys, 4, SCHEMA.threads(c))
-  local config_key = expect_key(keys, 5, SCHEMA.config(c))
-  local events = checked_events(args, 3, thread, config_get(config_key, 'max_value_bytes'))
-  redis.call('ZADD', threads_key, int_string(now_ms()), thread)
+  local events = checked_events(args, 3, thread)
+  redis.call('ZADD', threads_key, int_string(events[#events].e.timestamp), thread)
   return append_checked(t, events)
 end
 

@@ -4,7 +4,6 @@
   KEYS[2] times zset      rm:{<ns>}:thr:<thread>:ts
   KEYS[3] ids hash        rm:{<ns>}:thr:<thread>:ids
   KEYS[4] threads zset    rm:{<ns>}:threads
-  KEYS[5] config hash     rm:{<ns>}:cfg
   ARGV[1] namespace  ARGV[2] thread id  ARGV[3..] events, as for
           redismem_append_events (a repeated id is stored once)
   Reply: the number of events the thread now holds.
@@ -14,13 +13,14 @@ local function replace_events(keys, args)
   count_args(args, 2, 'namespace, thread id, then events')
   local c = {ns = check_id('namespace', args[1])}
   local thread = check_id('thread id', args[2])
-  expect_keys(keys, 5)
+  expect_keys(keys, 4)
   local t = thread_keys(keys, c, thread)
   local threads_key = expect_key(keys, 4, SCHEMA.threads(c))
-  local config_key = expect_key(keys, 5, SCHEMA.config(c))
-  local events = checked_events(args, 3, thread, config_get(config_key, 'max_value_bytes'))
+  local events = checked_events(args, 3, thread)
   redis.call('DEL', t.events, t.times, t.ids)
-  redis.call('ZADD', threads_key, int_string(now_ms()), thread)
+  if #events > 0 then
+    redis.call('ZADD', threads_key, int_string(events[#events].e.timestamp), thread)
+  end
   local kept = 0
   for _, flag in ipairs(append_checked(t, events)) do
     kept = kept + flag

@@ -20,4 +20,5 @@ local LIMITS = {
   max_vector_dim = 4096,
   max_metadata_bytes = 16384,
   max_events_per_call = 100000,
+  max_event_bytes = 1048576,
 }

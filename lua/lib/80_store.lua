@@ -4,7 +4,7 @@
                          e = the event's canonical JSON
     rm:{ns}:thr:<t>:ts   zset, member = stream id, score = event timestamp
     rm:{ns}:thr:<t>:ids  hash, event id -> stream id (appends are idempotent)
-    rm:{ns}:threads      zset, thread id -> time of its last append (ms)
+    rm:{ns}:threads      zset, thread id -> timestamp of its last appended event
   Long-term memory <id> of user <u> ('_' = shared by all users):
     rm:{ns}:ltm:<u>:<id> hash: rec (record JSON), text, _u and _s tags (hex
                          of user and scope), upd (updated_at), and when it
@@ -144,19 +144,18 @@ local function stream_id_less(a, b)
 end
 
 -- Append checked events; returns one flag per event (1 appended, 0 its id
--- was already in the thread).
+-- was already in the thread). The common case costs XADD, ZADD and HSETNX;
+-- a repeated id is appended, found out by HSETNX, and removed again.
 local function append_checked(t, events)
   local flags = {}
-  local seen = {}
   for i, item in ipairs(events) do
-    if seen[item.e.id] or redis.call('HEXISTS', t.ids, item.e.id) == 1 then
-      flags[i] = 0
-    else
-      local id = redis.call('XADD', t.events, '*', 'e', item.text)
+    local id = redis.call('XADD', t.events, '*', 'e', item.text)
+    if redis.call('HSETNX', t.ids, item.e.id, id) == 1 then
       redis.call('ZADD', t.times, int_string(item.e.timestamp), id)
-      redis.call('HSET', t.ids, item.e.id, id)
-      seen[item.e.id] = true
       flags[i] = 1
+    else
+      redis.call('XDEL', t.events, id)
+      flags[i] = 0
     end
   end
   return flags
@@ -169,7 +168,7 @@ local function thread_keys(keys, c, thread)
           ids = expect_key(keys, 3, SCHEMA.thread_ids(c, thread))}
 end
 
-local function checked_events(args, first, thread, limit)
+local function checked_events(args, first, thread)
   local count = #args - first + 1
   if count > LIMITS.max_events_per_call then
     fail('INVALID_ARGUMENT', 'at most ' .. LIMITS.max_events_per_call .. ' events per call, got '
@@ -177,7 +176,7 @@ local function checked_events(args, first, thread, limit)
   end
   local events = {}
   for i = first, #args do
-    events[#events + 1] = {text = args[i], e = check_event(args[i], thread, limit)}
+    events[#events + 1] = {text = args[i], e = check_event(args[i], thread, LIMITS.max_event_bytes)}
   end
   return events
 end
