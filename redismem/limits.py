@@ -20,7 +20,9 @@ FEED_VALUE_BYTES = 65_536
 FEED_RETENTION_MS = 2_592_000_000
 """Default feed retention, 30 days; a namespace setting may change it."""
 TRIM_PER_WRITE = 16
-"""Feed events each write examines for retention (bounded work per write)."""
+"""Feed events trimmed for retention per write, on average (bounded work)."""
+TRIM_EVERY = 16
+"""Writes trim each time the feed sequence passes a multiple of this."""
 MAX_TRIM_PER_CALL = 100_000
 MAX_VECTOR_DIM = 4096
 MAX_METADATA_BYTES = 16_384

@@ -75,19 +75,25 @@ async def test_value_inclusion_boundary_in_events(rmem: redismem.Memory) -> None
 async def test_retention_trims_and_expired_cursor_raises(rmem: redismem.Memory) -> None:
     scope = rmem.global_scope()
     await rmem.configure(feed_retention_ms=50)
-    await scope.set_many({f"old{i}": i for i in range(40)})
+    for start in range(0, 300, 100):
+        await scope.set_many({f"old{i}": i for i in range(start, start + 100)})
     await asyncio.sleep(0.1)
-    await scope.set("new", 1)  # each write trims up to 16 expired events
+    for i in range(3):  # sequences 301..303: no multiple of 16 passed, nothing trimmed yet
+        await scope.set(f"new{i}", i)
+    assert (await scope.changes(limit=1)).oldest_sequence == 1
+    for i in range(3, 5):  # 304 passes 16 x 19: one bounded trim of 16 x 16 events
+        await scope.set(f"new{i}", i)
     page = await scope.changes()
-    assert page.oldest_sequence == 17 and page.items[0].sequence == 17
-    assert await rmem.trim_feed() == 24  # the rest, on demand
+    assert page.oldest_sequence == 257 and page.items[0].sequence == 257
+    assert await rmem.trim_feed() == 44  # the rest, on demand
     page = await scope.changes()
-    assert page.oldest_sequence == 41 and [e.key for e in page.items] == ["new"]
-    assert await rmem.client.xlen(K.feed(rmem.namespace)) == 1
+    assert page.oldest_sequence == 301 and [e.key for e in page.items] == [
+        f"new{i}" for i in range(5)]
+    assert await rmem.client.xlen(K.feed(rmem.namespace)) == 5
     with pytest.raises(redismem.CursorExpiredError) as info:
         async for _ in scope.watch("*", after=10, interval=0.05):
             pass
-    assert (info.value.after, info.value.oldest_sequence) == (10, 41)
+    assert (info.value.after, info.value.oldest_sequence) == (10, 301)
     assert info.value.code == "cursor_expired"
     rmem.on_change("*", after=3)(lambda event: None)
     with pytest.raises(redismem.CursorExpiredError):
@@ -97,7 +103,7 @@ async def test_retention_trims_and_expired_cursor_raises(rmem: redismem.Memory) 
     await scope.set("short", 1, ttl_seconds=0.05)
     await asyncio.sleep(0.1)
     assert (await scope.get("short")).found is False
-    assert [e.key for e in (await scope.changes(after=40)).items] == ["new", "short"]
+    assert [e.key for e in (await scope.changes(after=304)).items] == ["new4", "short"]
 
 
 async def test_trim_when_everything_is_old(rmem: redismem.Memory) -> None:

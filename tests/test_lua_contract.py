@@ -112,6 +112,7 @@ def test_lua_and_python_limits_agree() -> None:
         "feed_value_bytes": limits.FEED_VALUE_BYTES,
         "feed_retention_ms": limits.FEED_RETENTION_MS,
         "trim_per_write": limits.TRIM_PER_WRITE,
+        "trim_every": limits.TRIM_EVERY,
         "max_trim_per_call": limits.MAX_TRIM_PER_CALL,
         "max_vector_dim": limits.MAX_VECTOR_DIM,
         "max_metadata_bytes": limits.MAX_METADATA_BYTES,

@@ -55,7 +55,7 @@ local function set_values(keys, args)
   for i, item in ipairs(items) do
     revisions[i] = store_entry(w, item.value_key, item.key, item.current, {'v', item.json}, item.json)
   end
-  trim_feed(w.feed, w.config, w.now, LIMITS.trim_per_write * count)
+  trim_after_writes(w.feed, w.config, w.now, w.first_seq, w.last_seq)
   return revisions
 end
 

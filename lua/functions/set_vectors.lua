@@ -68,7 +68,7 @@ local function set_vectors(keys, args)
     end
     revisions[i] = store_entry(w, item.vector_key, item.key, item.current, item.fields, nil)
   end
-  trim_feed(w.feed, w.config, w.now, LIMITS.trim_per_write * count)
+  trim_after_writes(w.feed, w.config, w.now, w.first_seq, w.last_seq)
   return revisions
 end
 

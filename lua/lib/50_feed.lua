@@ -5,7 +5,10 @@
   feed_value_bytes) or omitted=1. Vector and delete events carry neither.
   Retention: trim_feed drops events older than the namespace's
   feed_retention_ms from the head of the feed, examining at most `budget`
-  events; every write calls it with trim_per_write.                      ]]
+  events. Writes call it through trim_after_writes each time the sequence
+  passes a multiple of trim_every, with trim_every x trim_per_write events
+  of budget: bounded work, trim_per_write events per write on average, and
+  no look at the feed's head on the other writes.                        ]]
 
 local function append_event(feed_key, seq_key, c, key, kind, action, revision, principal, ts, json)
   local sequence = redis.call('INCR', seq_key)
@@ -33,9 +36,18 @@ local function event_ts(fields)
   return 0
 end
 
--- Drop expired events from the head of the feed; returns how many.
+-- Drop expired events from the head of the feed; returns how many. When the
+-- oldest event is still retained this costs one XRANGE of one entry; only
+-- otherwise are up to `budget` events read.
 local function trim_feed(feed_key, config_key, now, budget)
+  local oldest = redis.call('XRANGE', feed_key, '-', '+', 'COUNT', 1)
+  if #oldest == 0 then
+    return 0
+  end
   local cutoff = now - config_get(config_key, 'feed_retention_ms')
+  if event_ts(oldest[1][2]) >= cutoff then
+    return 0
+  end
   local trimmed = 0
   while budget > 0 do
     local batch = redis.call('XRANGE', feed_key, '-', '+', 'COUNT', math.min(budget, 1000))
@@ -55,4 +67,13 @@ local function trim_feed(feed_key, config_key, now, budget)
     end
   end
   return trimmed
+end
+
+-- Trim after a write call that appended the events first_seq..last_seq.
+local function trim_after_writes(feed_key, config_key, now, first_seq, last_seq)
+  local every = LIMITS.trim_every
+  local crossed = math.floor(last_seq / every) - math.floor((first_seq - 1) / every)
+  if crossed > 0 then
+    trim_feed(feed_key, config_key, now, crossed * every * LIMITS.trim_per_write)
+  end
 end

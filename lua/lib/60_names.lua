@@ -23,11 +23,15 @@ local function is_expired(expiry_key, name, now)
   return at ~= false and at ~= nil and tonumber(at) < now
 end
 
--- The next revision for `name`: one past both its last issued and its current.
+-- The next revision for `name`: one past both its last issued and its current
+-- (the last issued is never behind the current one unless data was restored
+-- by hand, so one HINCRBY does it in the normal case).
 local function next_revision(revisions_key, name, current)
-  local last = tonumber(redis.call('HGET', revisions_key, name)) or 0
-  local revision = math.max(last, current) + 1
-  redis.call('HSET', revisions_key, name, int_string(revision))
+  local revision = redis.call('HINCRBY', revisions_key, name, 1)
+  if revision <= current then
+    revision = current + 1
+    redis.call('HSET', revisions_key, name, int_string(revision))
+  end
   return revision
 end
 
@@ -54,14 +58,19 @@ local function store_entry(w, item_key, name, current, fields, json)
   fields[#fields + 1] = w.principal
   redis.call('HSET', item_key, unpack(fields))
   if w.ttl == '' then
-    redis.call('PERSIST', item_key)
-    redis.call('ZREM', w.expiry, name)
+    if current > 0 then -- a new hash has no expiry to clear
+      redis.call('PERSIST', item_key)
+    end
+    redis.call('ZREM', w.expiry, name) -- also drops a stale entry of an expired name
   elseif w.ttl ~= 'KEEPTTL' then
     redis.call('PEXPIREAT', item_key, int_string(w.now + w.ttl))
     redis.call('ZADD', w.expiry, int_string(w.now + w.ttl), name)
   end
   redis.call('ZADD', w.names, 0, name)
-  append_event(w.feed, w.seq, w.c, name, w.kind, 'set', revision, w.principal, w.now, json)
+  local sequence = append_event(w.feed, w.seq, w.c, name, w.kind, 'set', revision, w.principal,
+                                w.now, json)
+  w.first_seq = w.first_seq or sequence
+  w.last_seq = sequence
   return revision
 end
 
@@ -77,7 +86,8 @@ local function remove_entry(w, item_key, name, expected)
   redis.call('DEL', item_key)
   redis.call('ZREM', w.names, name)
   redis.call('ZREM', w.expiry, name)
-  append_event(w.feed, w.seq, w.c, name, w.kind, 'delete', revision, w.principal, w.now, nil)
-  trim_feed(w.feed, w.config, w.now, LIMITS.trim_per_write)
+  local sequence = append_event(w.feed, w.seq, w.c, name, w.kind, 'delete', revision,
+                                w.principal, w.now, nil)
+  trim_after_writes(w.feed, w.config, w.now, sequence, sequence)
   return 1
 end
