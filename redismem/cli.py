@@ -53,6 +53,13 @@ scope_option = click.option("--scope", "-s", "scope_spec", default="global", sho
                             help="Scope as KIND[:ID], e.g. session:s-42, actor:bob, global.")
 
 
+def scoped_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--url, --namespace, --scope and --json: the options of every scope command."""
+    for option in (json_option, scope_option, namespace_option, url_option):
+        fn = option(fn)
+    return fn
+
+
 def _scope(mem: Memory, spec: str) -> MemoryScope:
     kind, _, sid = spec.partition(":")
     if kind not in _SCOPES:
@@ -157,10 +164,7 @@ def load_functions(url: str | None, force: bool, as_json: bool) -> None:
 
 
 @main.command("get")
-@url_option
-@namespace_option
-@scope_option
-@json_option
+@scoped_options
 @click.argument("key")
 @_with_memory
 async def get_cmd(mem: Memory, scope_spec: str, key: str, as_json: bool) -> None:
@@ -171,12 +175,9 @@ async def get_cmd(mem: Memory, scope_spec: str, key: str, as_json: bool) -> None
 
 
 @main.command("set")
-@url_option
-@namespace_option
-@scope_option
+@scoped_options
 @click.option("--ttl", type=float, default=None, help="Expire after this many seconds.")
 @click.option("--expected-revision", type=int, default=None, help="Write only at this revision.")
-@json_option
 @click.argument("key")
 @click.argument("value")
 @_with_memory
@@ -193,11 +194,8 @@ async def set_cmd(mem: Memory, scope_spec: str, key: str, value: str, ttl: float
 
 
 @main.command("del")
-@url_option
-@namespace_option
-@scope_option
+@scoped_options
 @click.option("--expected-revision", type=int, default=None, help="Delete only at this revision.")
-@json_option
 @click.argument("key")
 @_with_memory
 async def del_cmd(mem: Memory, scope_spec: str, key: str, expected_revision: int | None,
@@ -209,14 +207,11 @@ async def del_cmd(mem: Memory, scope_spec: str, key: str, expected_revision: int
 
 
 @main.command("keys")
-@url_option
-@namespace_option
-@scope_option
+@scoped_options
 @click.option("--prefix", default=None, help="Only keys starting with this.")
 @click.option("--kind", type=click.Choice(["value", "vector"]), default="value",
               show_default=True)
 @click.option("--max-keys", type=int, default=100_000, show_default=True)
-@json_option
 @_with_memory
 async def keys_cmd(mem: Memory, scope_spec: str, prefix: str | None, kind: Any, max_keys: int,
                    as_json: bool) -> None:
@@ -310,12 +305,9 @@ def _json_arg(text: str, what: str) -> Any:
 
 
 @vectors.command("list")
-@url_option
-@namespace_option
-@scope_option
+@scoped_options
 @click.option("--prefix", default=None, help="Only keys starting with this.")
 @click.option("--max-keys", type=int, default=100_000, show_default=True)
-@json_option
 @_with_memory
 async def vectors_list(mem: Memory, scope_spec: str, prefix: str | None, max_keys: int,
                        as_json: bool) -> None:
@@ -325,10 +317,7 @@ async def vectors_list(mem: Memory, scope_spec: str, prefix: str | None, max_key
 
 
 @vectors.command("get")
-@url_option
-@namespace_option
-@scope_option
-@json_option
+@scoped_options
 @click.argument("key")
 @_with_memory
 async def vectors_get(mem: Memory, scope_spec: str, key: str, as_json: bool) -> None:
@@ -341,14 +330,11 @@ async def vectors_get(mem: Memory, scope_spec: str, key: str, as_json: bool) -> 
 
 
 @vectors.command("search")
-@url_option
-@namespace_option
-@scope_option
+@scoped_options
 @click.option("--top-k", type=int, default=10, show_default=True)
 @click.option("--filter", "filter_json", default=None,
               help='Equality conditions on metadata, as JSON: \'{"colour": "blue"}\'.')
 @click.option("--min-score", type=float, default=None, help="Drop matches scoring lower.")
-@json_option
 @click.argument("query")
 @_with_memory
 async def vectors_search(mem: Memory, scope_spec: str, query: str, top_k: int,
@@ -364,11 +350,8 @@ async def vectors_search(mem: Memory, scope_spec: str, query: str, top_k: int,
 
 
 @vectors.command("delete")
-@url_option
-@namespace_option
-@scope_option
+@scoped_options
 @click.option("--expected-revision", type=int, default=None, help="Delete only at this revision.")
-@json_option
 @click.argument("key")
 @_with_memory
 async def vectors_delete(mem: Memory, scope_spec: str, key: str, expected_revision: int | None,

@@ -63,11 +63,12 @@ class MemoryScope:
     def _scope_args(self) -> tuple[str, str, str]:
         return self._conn.namespace, self.scope, self.scope_id
 
-    def _write_keys(self, names: Iterable[str]) -> list[str]:
+    def _scope_keys(self, kind: KeyKind) -> list[str]:
+        """The six keys every write passes in this order: names, expiry,
+        revisions, feed, sequence, config (lua/lib/60_names.lua scope_writer)."""
         ns, scope, sid = self._scope_args()
-        return [K.names(ns, "value", scope, sid), K.expiry(ns, "value", scope, sid),
-                K.revisions(ns, "value", scope, sid), K.feed(ns), K.sequence(ns), K.config(ns),
-                *(self._value_key(name) for name in names)]
+        return [K.names(ns, kind, scope, sid), K.expiry(ns, kind, scope, sid),
+                K.revisions(ns, kind, scope, sid), K.feed(ns), K.sequence(ns), K.config(ns)]
 
     async def get(self, key: str) -> MemoryValue:
         """Read ``key``; a missing or expired key is ``MemoryValue(None, 0, False)``.
@@ -132,9 +133,9 @@ class MemoryScope:
 
     async def _set_items(self, items: list[tuple[str, str, str]], ttl: str) -> list[int]:
         ns, scope, sid = self._scope_args()
-        return await self._conn.functions.set_values(
-            self._write_keys(item[0] for item in items), ns, scope, sid, ttl,
-            self._conn.principal, items)
+        keys = self._scope_keys("value") + [self._value_key(item[0]) for item in items]
+        return await self._conn.functions.set_values(keys, ns, scope, sid, ttl,
+                                                     self._conn.principal, items)
 
     async def delete(self, key: str, *, expected_revision: int | None = None) -> bool:
         """Delete ``key``; False when it did not exist.
@@ -145,9 +146,7 @@ class MemoryScope:
         check.check_key(key)
         expected = check.expected_arg(expected_revision)
         ns, scope, sid = self._scope_args()
-        keys = [self._value_key(key), K.names(ns, "value", scope, sid),
-                K.expiry(ns, "value", scope, sid), K.revisions(ns, "value", scope, sid),
-                K.feed(ns), K.sequence(ns), K.config(ns)]
+        keys = [self._value_key(key), *self._scope_keys("value")]
         return await self._conn.functions.delete_value(keys, ns, scope, sid, key, expected,
                                                        self._conn.principal)
 
@@ -283,9 +282,7 @@ class MemoryScope:
                                 ttl: str) -> list[int]:
         await self._ensure_indexes(dims)
         ns, scope, sid = self._scope_args()
-        keys = [K.names(ns, "vector", scope, sid), K.expiry(ns, "vector", scope, sid),
-                K.revisions(ns, "vector", scope, sid), K.vector_dims(ns, scope, sid),
-                K.feed(ns), K.sequence(ns), K.config(ns),
+        keys = [*self._scope_keys("vector"), K.vector_dims(ns, scope, sid),
                 *(self._vector_key(item[0]) for item in items)]
         return await self._conn.functions.set_vectors(keys, ns, scope, sid, ttl,
                                                       self._conn.principal, items)
@@ -308,9 +305,8 @@ class MemoryScope:
         check.check_key(key)
         expected = check.expected_arg(expected_revision)
         ns, scope, sid = self._scope_args()
-        keys = [self._vector_key(key), K.names(ns, "vector", scope, sid),
-                K.expiry(ns, "vector", scope, sid), K.revisions(ns, "vector", scope, sid),
-                K.vector_dims(ns, scope, sid), K.feed(ns), K.sequence(ns), K.config(ns)]
+        keys = [self._vector_key(key), *self._scope_keys("vector"),
+                K.vector_dims(ns, scope, sid)]
         return await self._conn.functions.delete_vector(keys, ns, scope, sid, key, expected,
                                                         self._conn.principal)
 

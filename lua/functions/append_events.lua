@@ -13,13 +13,8 @@
 
 local function append_events(keys, args)
   count_args(args, 3, 'namespace, thread id, then events')
-  local c = {ns = check_id('namespace', args[1])}
-  local thread = check_id('thread id', args[2])
-  expect_keys(keys, 4)
-  local t = thread_keys(keys, c, thread)
-  local threads_key = expect_key(keys, 4, SCHEMA.threads(c))
-  local events = checked_events(args, 3, thread)
-  redis.call('ZADD', threads_key, int_string(events[#events].e.timestamp), thread)
+  local t, events = thread_write(keys, args)
+  redis.call('ZADD', t.threads, int_string(events[#events].e.timestamp), t.thread)
   return append_checked(t, events)
 end
 

@@ -23,14 +23,8 @@ local function delete_value(keys, args)
   local principal = check_id('principal', args[6])
   expect_keys(keys, 7)
   local value_key = expect_key(keys, 1, SCHEMA.value(c, key))
-  local w = {c = c, kind = 'value', principal = principal,
-             names = expect_key(keys, 2, SCHEMA.names(c, 'val')),
-             expiry = expect_key(keys, 3, SCHEMA.expiry(c, 'val')),
-             revisions = expect_key(keys, 4, SCHEMA.revisions(c, 'val')),
-             feed = expect_key(keys, 5, SCHEMA.feed(c)),
-             seq = expect_key(keys, 6, SCHEMA.sequence(c)),
-             config = expect_key(keys, 7, SCHEMA.config(c)),
-             now = now_ms()}
+  local w = scope_writer(keys, 2, c, 'value', principal)
+  w.now = now_ms()
   return remove_entry(w, value_key, key, expected)
 end
 

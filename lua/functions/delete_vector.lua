@@ -3,10 +3,10 @@
   KEYS[2] names zset      rm:{<ns>}:keys:vec:<scope>:<sid>
   KEYS[3] expiry zset     rm:{<ns>}:exp:vec:<scope>:<sid>
   KEYS[4] revisions hash  rm:{<ns>}:rev:vec:<scope>:<sid>
-  KEYS[5] dimensions hash rm:{<ns>}:vdims:<scope>:<sid>
-  KEYS[6] feed stream     rm:{<ns>}:feed
-  KEYS[7] feed counter    rm:{<ns>}:seq
-  KEYS[8] config hash     rm:{<ns>}:cfg
+  KEYS[5] feed stream     rm:{<ns>}:feed
+  KEYS[6] feed counter    rm:{<ns>}:seq
+  KEYS[7] config hash     rm:{<ns>}:cfg
+  KEYS[8] dimensions hash rm:{<ns>}:vdims:<scope>:<sid>
   ARGV[1] namespace  ARGV[2] scope  ARGV[3] scope id  ARGV[4] key
   ARGV[5] expected revision ('' = any)   ARGV[6] principal
   Reply: 1 when a vector was deleted, 0 when there was none.
@@ -22,15 +22,9 @@ local function delete_vector(keys, args)
   local principal = check_id('principal', args[6])
   expect_keys(keys, 8)
   local vector_key = expect_key(keys, 1, SCHEMA.vector(c, key))
-  local dims_key = expect_key(keys, 5, SCHEMA.dims(c))
-  local w = {c = c, kind = 'vector', principal = principal,
-             names = expect_key(keys, 2, SCHEMA.names(c, 'vec')),
-             expiry = expect_key(keys, 3, SCHEMA.expiry(c, 'vec')),
-             revisions = expect_key(keys, 4, SCHEMA.revisions(c, 'vec')),
-             feed = expect_key(keys, 6, SCHEMA.feed(c)),
-             seq = expect_key(keys, 7, SCHEMA.sequence(c)),
-             config = expect_key(keys, 8, SCHEMA.config(c)),
-             now = now_ms()}
+  local w = scope_writer(keys, 2, c, 'vector', principal)
+  w.now = now_ms()
+  local dims_key = expect_key(keys, 8, SCHEMA.dims(c))
   local dim = tonumber(redis.call('HGET', vector_key, '_dim'))
   local deleted = remove_entry(w, vector_key, key, expected)
   if deleted == 1 and dim then

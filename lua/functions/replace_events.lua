@@ -10,16 +10,10 @@
   Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_EVENT                    ]]
 
 local function replace_events(keys, args)
-  count_args(args, 2, 'namespace, thread id, then events')
-  local c = {ns = check_id('namespace', args[1])}
-  local thread = check_id('thread id', args[2])
-  expect_keys(keys, 4)
-  local t = thread_keys(keys, c, thread)
-  local threads_key = expect_key(keys, 4, SCHEMA.threads(c))
-  local events = checked_events(args, 3, thread)
+  local t, events = thread_write(keys, args)
   redis.call('DEL', t.events, t.times, t.ids)
   if #events > 0 then
-    redis.call('ZADD', threads_key, int_string(events[#events].e.timestamp), thread)
+    redis.call('ZADD', t.threads, int_string(events[#events].e.timestamp), t.thread)
   end
   local kept = 0
   for _, flag in ipairs(append_checked(t, events)) do

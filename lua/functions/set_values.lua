@@ -24,13 +24,8 @@ local function set_values(keys, args)
   local principal = check_id('principal', args[5])
   local count = item_count(args, 5, 3, 'key, value, expected revision')
   expect_keys(keys, 6 + count)
-  local w = {c = c, kind = 'value', ttl = ttl, principal = principal,
-             names = expect_key(keys, 1, SCHEMA.names(c, 'val')),
-             expiry = expect_key(keys, 2, SCHEMA.expiry(c, 'val')),
-             revisions = expect_key(keys, 3, SCHEMA.revisions(c, 'val')),
-             feed = expect_key(keys, 4, SCHEMA.feed(c)),
-             seq = expect_key(keys, 5, SCHEMA.sequence(c)),
-             config = expect_key(keys, 6, SCHEMA.config(c))}
+  local w = scope_writer(keys, 1, c, 'value', principal)
+  w.ttl = ttl
   local limit = config_get(w.config, 'max_value_bytes')
 
   local items, seen = {}, {}

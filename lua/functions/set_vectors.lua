@@ -3,10 +3,10 @@
   KEYS[1] names zset      rm:{<ns>}:keys:vec:<scope>:<sid>
   KEYS[2] expiry zset     rm:{<ns>}:exp:vec:<scope>:<sid>
   KEYS[3] revisions hash  rm:{<ns>}:rev:vec:<scope>:<sid>
-  KEYS[4] dimensions hash rm:{<ns>}:vdims:<scope>:<sid>
-  KEYS[5] feed stream     rm:{<ns>}:feed
-  KEYS[6] feed counter    rm:{<ns>}:seq
-  KEYS[7] config hash     rm:{<ns>}:cfg
+  KEYS[4] feed stream     rm:{<ns>}:feed
+  KEYS[5] feed counter    rm:{<ns>}:seq
+  KEYS[6] config hash     rm:{<ns>}:cfg
+  KEYS[7] dimensions hash rm:{<ns>}:vdims:<scope>:<sid>
   KEYS[7+i] vector hash   rm:{<ns>}:vec:<scope>:<sid>:<key i>
   ARGV[1] namespace  ARGV[2] scope  ARGV[3] scope id
   ARGV[4] ttl: '' = no expiry, 'KEEPTTL' = keep each key's expiry, else ms
@@ -25,14 +25,9 @@ local function set_vectors(keys, args)
   local principal = check_id('principal', args[5])
   local count = item_count(args, 5, 4, 'key, embedding, metadata, expected revision')
   expect_keys(keys, 7 + count)
-  local w = {c = c, kind = 'vector', ttl = ttl, principal = principal,
-             names = expect_key(keys, 1, SCHEMA.names(c, 'vec')),
-             expiry = expect_key(keys, 2, SCHEMA.expiry(c, 'vec')),
-             revisions = expect_key(keys, 3, SCHEMA.revisions(c, 'vec')),
-             feed = expect_key(keys, 5, SCHEMA.feed(c)),
-             seq = expect_key(keys, 6, SCHEMA.sequence(c)),
-             config = expect_key(keys, 7, SCHEMA.config(c))}
-  local dims_key = expect_key(keys, 4, SCHEMA.dims(c))
+  local w = scope_writer(keys, 1, c, 'vector', principal)
+  w.ttl = ttl
+  local dims_key = expect_key(keys, 7, SCHEMA.dims(c))
   local scope_tag = to_hex(c.scope .. ':' .. c.sid)
 
   local items, seen = {}, {}

@@ -46,6 +46,19 @@ end
 -- w = {c, kind ('value'|'vector'), names, expiry, revisions, feed, seq, config,
 --      ttl ('' | 'KEEPTTL' | ms), principal, now}
 
+-- w from the six keys every scope write passes in this order, from KEYS[first]:
+-- names zset, expiry zset, revisions hash, feed stream, feed counter, config.
+local function scope_writer(keys, first, c, kind, principal)
+  local tag = kind_tag(kind)
+  return {c = c, kind = kind, principal = principal,
+          names = expect_key(keys, first, SCHEMA.names(c, tag)),
+          expiry = expect_key(keys, first + 1, SCHEMA.expiry(c, tag)),
+          revisions = expect_key(keys, first + 2, SCHEMA.revisions(c, tag)),
+          feed = expect_key(keys, first + 3, SCHEMA.feed(c)),
+          seq = expect_key(keys, first + 4, SCHEMA.sequence(c)),
+          config = expect_key(keys, first + 5, SCHEMA.config(c))}
+end
+
 -- Store one entry: its fields plus rev/ts/by, its expiry, its name in the
 -- listing and its "set" event (carrying `json` for values). Returns its revision.
 local function store_entry(w, item_key, name, current, fields, json)
