@@ -146,3 +146,22 @@ def batch_size(count: int) -> None:
     """Check the number of items of one batch call."""
     if count > limits.MAX_BATCH:
         raise InvalidArgumentError(f"at most {limits.MAX_BATCH} items per call, got {count}")
+
+
+def check_setting(name: object, value: object) -> int | str:
+    """Return a namespace setting's value if ``name`` is a setting and ``value``
+    is within its bounds or one of its choices (the Lua side's messages)."""
+    if isinstance(name, str) and name in limits.SETTING_CHOICES:
+        choices = limits.SETTING_CHOICES[name]
+        if value not in choices:
+            raise InvalidArgumentError(
+                f"{name} must be one of {', '.join(choices)}, got {value!r}")
+        return value
+    if not isinstance(name, str) or name not in limits.SETTING_BOUNDS:
+        raise InvalidArgumentError(f"unknown setting {name!r}")
+    low, high = limits.SETTING_BOUNDS[name]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgumentError(f"{name} must be an integer, got {value!r}")
+    if not low <= value <= high:
+        raise InvalidArgumentError(f"{name} must be between {low} and {high}, got {value}")
+    return value

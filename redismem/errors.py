@@ -87,6 +87,13 @@ class InvalidMemoryError(InvalidArgumentError):
     code = "invalid_memory"
 
 
+class InvalidExportError(InvalidArgumentError):
+    """An export file is malformed; the message names the line. Checked before
+    anything is imported, so nothing was changed."""
+
+    code = "invalid_export"
+
+
 class ConflictError(RedisMemError):
     """An expected revision did not match the stored one; nothing was changed.
 

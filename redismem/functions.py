@@ -242,24 +242,60 @@ class Functions:
         return int(removed), int(kept)
 
     async def upsert_memory(self, keys: Sequence[str], ns: str, user: str, memory_id: str,
-                            record: str, embedding: bytes) -> bool:
-        """``redismem_upsert_memory``: True when created."""
-        return bool(await self._call("redismem_upsert_memory", keys,
-                                     [ns, user, memory_id, record, embedding]))
+                            record: str, embedding: bytes, *, newer: bool = False) -> int:
+        """``redismem_upsert_memory``: 1 created, 0 replaced, -1 kept (``newer``:
+        the stored record's updated_at is the same or later)."""
+        args: list[str | bytes | int] = [ns, user, memory_id, record, embedding]
+        if newer:
+            args.append("newer")
+        return int(await self._call("redismem_upsert_memory", keys, args))
 
     async def delete_memory(self, keys: Sequence[str], ns: str, user: str,
                             memory_id: str) -> bool:
         """``redismem_delete_memory``: True when deleted."""
         return bool(await self._call("redismem_delete_memory", keys, [ns, user, memory_id]))
 
-    async def create_session(self, keys: Sequence[str], ns: str, session_id: str) -> bool:
+    async def create_session(self, keys: Sequence[str], ns: str, session_id: str,
+                             created_ms: int | None = None) -> bool:
         """``redismem_create_session``: True when the session is new."""
-        return bool(await self._call("redismem_create_session", keys, [ns, session_id]))
+        args = [ns, session_id] if created_ms is None else [ns, session_id, str(created_ms)]
+        return bool(await self._call("redismem_create_session", keys, args))
 
-    async def set_config(self, keys: Sequence[str], ns: str, field: str, value: int | str
-                         ) -> None:
-        """``redismem_set_config``."""
-        await self._call("redismem_set_config", keys, [ns, field, str(value)])
+    async def import_values(self, keys: Sequence[str], ns: str, scope: str, sid: str,
+                            principal: str, items: Sequence[Sequence[str]]) -> list[int]:
+        """``redismem_import_values``; ``items`` are (key, json, revision, ts,
+        writer, expiry) rows. Per item: the revision written, or 0 when kept."""
+        args: list[str | bytes | int] = [ns, scope, sid, principal]
+        for item in items:
+            args.extend(item)
+        return [int(r) for r in await self._call("redismem_import_values", keys, args)]
+
+    async def import_vectors(self, keys: Sequence[str], ns: str, scope: str, sid: str,
+                             principal: str, items: Sequence[Sequence[str | bytes]]
+                             ) -> list[int]:
+        """``redismem_import_vectors``; ``items`` are (key, float32 bytes, metadata
+        JSON, revision, ts, writer, expiry) rows. Per item: the revision
+        written, or 0 when kept."""
+        args: list[str | bytes | int] = [ns, scope, sid, principal]
+        for item in items:
+            args.extend(item)
+        return [int(r) for r in await self._call("redismem_import_vectors", keys, args)]
+
+    async def raise_revisions(self, keys: Sequence[str], ns: str, scope: str, sid: str,
+                              kind: str, revisions: Sequence[tuple[str, int]]) -> int:
+        """``redismem_raise_revisions``: the number of names raised."""
+        args: list[str | bytes | int] = [ns, scope, sid, kind]
+        for name, revision in revisions:
+            args.extend((name, str(revision)))
+        return int(await self._call("redismem_raise_revisions", keys, args))
+
+    async def set_config(self, keys: Sequence[str], ns: str,
+                         settings: Sequence[tuple[str, int | str]]) -> None:
+        """``redismem_set_config``: every setting or none."""
+        args: list[str | bytes | int] = [ns]
+        for name, value in settings:
+            args.extend((name, str(value)))
+        await self._call("redismem_set_config", keys, args)
 
     async def get_config(self, keys: Sequence[str], ns: str) -> dict[str, int | str]:
         """``redismem_get_config``: integer settings as int, word settings as str."""

@@ -8,6 +8,7 @@ schema.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 Kind = Literal["value", "vector"]
@@ -96,7 +97,7 @@ def thread_ids(ns: str, thread: str) -> str:
 
 
 def threads(ns: str) -> str:
-    """Zset of thread ids scored by the time of their last append (ms)."""
+    """Zset of thread ids scored by the latest timestamp of their appended events (ms)."""
     return f"{base(ns)}threads"
 
 
@@ -134,6 +135,59 @@ def memory_vector_index(ns: str, dim: int) -> str:
     return f"{base(ns)}idx:ltm:{dim}"
 
 
+_GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
+
+
+def _glob(text: str) -> str:
+    """``text`` with SCAN/KEYS glob characters escaped."""
+    return _GLOB_SPECIAL.sub(r"\\\1", text)
+
+
 def pattern(ns: str) -> str:
     """A SCAN pattern matching every key of namespace ``ns``."""
-    return f"{base(ns)}*"
+    return f"{_glob(base(ns))}*"
+
+
+ALL_NAMESPACES = "rm:{*}:*"
+"""A SCAN pattern matching every key of every namespace."""
+
+
+def namespace_of(key: str) -> str | None:
+    """The namespace a key belongs to, or None when it is not a redismem key."""
+    found = _NAMESPACE.match(key)
+    return found[1] if found else None
+
+
+_NAMESPACE = re.compile(r"rm:\{([^{}]*)\}:")
+
+
+def names_pattern(ns: str, kind: Kind) -> str:
+    """A SCAN pattern matching the name zsets of every scope of ``ns``."""
+    return f"{_glob(base(ns))}keys:{_KIND_TAG[kind]}:*"
+
+
+def revisions_pattern(ns: str, kind: Kind) -> str:
+    """A SCAN pattern matching the revision hashes of every scope of ``ns``."""
+    return f"{_glob(base(ns))}rev:{_KIND_TAG[kind]}:*"
+
+
+def scope_of(ns: str, key: str) -> tuple[str, str]:
+    """(scope, scope id) of a names zset or revisions hash of ``ns``."""
+    rest = key[len(base(ns)):]
+    _, _, scope, sid = rest.split(":", 3)
+    return scope, sid
+
+
+def memories_pattern(ns: str) -> str:
+    """A SCAN pattern matching every user's memory zset in ``ns``."""
+    return f"{_glob(base(ns))}ltmz:*"
+
+
+def user_of(ns: str, key: str) -> str:
+    """The user (SHARED_USER for shared memories) of a memory zset of ``ns``."""
+    return key[len(f"{base(ns)}ltmz:"):]
+
+
+def index_prefix(ns: str) -> str:
+    """The name prefix of every RediSearch index of ``ns``."""
+    return f"{base(ns)}idx:"

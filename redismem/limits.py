@@ -32,3 +32,14 @@ MAX_EVENTS_PER_CALL = 100_000
 """Events one append or replace call may carry."""
 MAX_EVENT_BYTES = 1_048_576
 """Largest thread event, as canonical JSON."""
+
+SETTING_BOUNDS: dict[str, tuple[int, int]] = {
+    "max_value_bytes": (MIN_VALUE_BYTES_SETTING, MAX_VALUE_BYTES_CEILING),
+    "feed_retention_ms": (1, MAX_TTL_MS),
+    "hnsw_m": (2, 512),
+    "hnsw_ef_construction": (1, 4096),
+    "hnsw_ef_runtime": (1, 10000),
+}
+"""Integer namespace settings and their bounds (``lua/lib/40_config.lua``)."""
+SETTING_CHOICES: dict[str, tuple[str, ...]] = {"vector_index": ("flat", "hnsw")}
+"""Word namespace settings and their choices."""

@@ -201,15 +201,17 @@ class Memory:
         return dict(got)
 
     async def configure(self, **settings: int | str) -> dict[str, int | str]:
-        """Change namespace settings, e.g. ``max_value_bytes=4096`` or
-        ``vector_index="flat"``.
+        """Change namespace settings, all or none, e.g. ``max_value_bytes=4096``
+        or ``vector_index="flat"``.
 
         Raises:
             InvalidArgumentError: unknown setting or value out of bounds.
         """
-        for field, value in settings.items():
+        for name, value in settings.items():
+            check.check_setting(name, value)
+        if settings:
             await self._conn.functions.set_config([K.config(self.namespace)], self.namespace,
-                                                  field, value)
+                                                  list(settings.items()))
         return await self.settings()
 
     # change feed

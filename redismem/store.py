@@ -403,6 +403,16 @@ class RedisMemoryStore:
             InvalidVectorError: the embedding is invalid or its dimension differs
                 from the namespace's memory embeddings.
         """
+        await self._upsert(memory, embedding, newer=False)
+
+    async def restore_long_term_memory(self, memory: LongTermMemory, *,
+                                       embedding: Sequence[float] | None = None) -> bool:
+        """Store an exported memory unless the stored one's ``updated_at`` is the
+        same or later; True when written. Raises as ``upsert_long_term_memory``."""
+        return await self._upsert(memory, embedding, newer=True) >= 0
+
+    async def _upsert(self, memory: LongTermMemory, embedding: Sequence[float] | None, *,
+                      newer: bool) -> int:
         record = memory_json(memory)
         user = _user_key(memory.user_id)
         blob = b""
@@ -410,9 +420,9 @@ class RedisMemoryStore:
             blob, dim = V.embedding_bytes(embedding)
             await self._ensure_vector_index(dim)
         ns = self.namespace
-        await self.memory._conn.functions.upsert_memory(
+        return await self.memory._conn.functions.upsert_memory(
             [K.memory(ns, user, memory.id), K.memories(ns, user), K.memory_dim(ns), K.config(ns)],
-            ns, user, memory.id, record, blob)
+            ns, user, memory.id, record, blob, newer=newer)
 
     async def delete_long_term_memory(self, user_id: str | None, memory_id: str) -> None:
         """Delete a memory (nothing happens when it is absent)."""

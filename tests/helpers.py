@@ -6,6 +6,7 @@ from pathlib import Path
 
 import redismem
 from redismem import keys as K
+from redismem.memory import open_client
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -25,3 +26,17 @@ async def snapshot(mem: redismem.Memory) -> dict[bytes, object]:
         else:
             state[key] = await client.get(key)
     return state
+
+
+async def flush_namespace(url: str, ns: str) -> None:
+    """Delete every key and search index of namespace ``ns``."""
+    client = await open_client(url)
+    try:
+        for index in await client.execute_command("FT._LIST"):
+            if index.decode().startswith(K.index_prefix(ns)):
+                await client.execute_command("FT.DROPINDEX", index)
+        keys = [key async for key in client.scan_iter(match=K.pattern(ns), count=1000)]
+        if keys:
+            await client.delete(*keys)
+    finally:
+        await client.aclose()

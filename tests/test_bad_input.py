@@ -104,6 +104,25 @@ def value_call(ns: str, key: str = "k", *, scope: str = "session", sid: str = "s
             json_text, expected]
 
 
+MEMORY_RECORD = ('{"created_at":1,"data":{},"id":"m","metadata":{},"scope":"s","tags":[],'
+                 '"text":"t","updated_at":1,"user_id":"u"}')
+
+
+def import_call(ns: str, *, kind: str = "value", key: str = "k", json_text: str = "1",
+                content: tuple[bytes | str, ...] | None = None, revision: str = "4",
+                ts: str = "5", by: str = "me", expires: str = "") -> list[Any]:
+    """A raw FCALL of redismem_import_values (or _vectors), good unless told otherwise."""
+    keys = [K.names(ns, kind, "session", "s"), K.expiry(ns, kind, "session", "s"),  # type: ignore[arg-type]
+            K.revisions(ns, kind, "session", "s"), K.feed(ns), K.sequence(ns),  # type: ignore[arg-type]
+            K.config(ns)]
+    if kind == "vector":
+        keys += [K.vector_dims(ns, "session", "s"), K.vector(ns, "session", "s", key)]
+    else:
+        keys.append(K.value(ns, "session", "s", key))
+    item = (key, *(content or (json_text,)), revision, ts, by, expires)
+    return [f"redismem_import_{kind}s", len(keys), *keys, ns, "session", "s", "me", *item]
+
+
 def raw_cases(ns: str) -> list[tuple[list[Any], str]]:
     good = value_call(ns)
     wrong_key = list(good)
@@ -143,7 +162,35 @@ def raw_cases(ns: str) -> list[tuple[list[Any], str]]:
         (["redismem_trim_feed", 2, K.feed(ns), K.sequence(ns), ns, ""], "INVALID_ARGUMENT"),
         (["redismem_set_config", 1, K.config(ns), ns, "max_value_bytes", "12.5"],
          "INVALID_ARGUMENT"),
+        (["redismem_set_config", 1, K.config(ns), ns, "vector_index", "flat",
+          "max_value_bytes", "12"], "INVALID_ARGUMENT"),
+        (["redismem_set_config", 1, K.config(ns), ns, "vector_index"], "INVALID_ARGUMENT"),
         (["redismem_create_session", 1, K.sessions(ns), ns, "a b"], "INVALID_ID"),
+        (["redismem_create_session", 1, K.sessions(ns), ns, "s9", "yesterday"],
+         "INVALID_ARGUMENT"),
+        (import_call(ns, revision="0"), "INVALID_REVISION"),
+        (import_call(ns, revision="x"), "INVALID_REVISION"),
+        (import_call(ns, ts="-1"), "INVALID_ARGUMENT"),
+        (import_call(ns, by="a b"), "INVALID_ID"),
+        (import_call(ns, expires="0"), "INVALID_ARGUMENT"),
+        (import_call(ns, expires="soon"), "INVALID_ARGUMENT"),
+        (import_call(ns, json_text="{no"), "INVALID_JSON"),
+        (import_call(ns, key=""), "INVALID_KEY"),
+        (import_call(ns)[:-1], "INVALID_ARGUMENT"),
+        (import_call(ns, kind="vector", content=(b"\0" * 12, "{}")), "INVALID_VECTOR"),
+        (import_call(ns, kind="vector", content=(b"\0\0\x80\x3f", "[1]")),
+         "INVALID_METADATA"),
+        (import_call(ns, kind="vector", content=(b"\0\0\x80\x3f", "{}"), revision="-3"),
+         "INVALID_REVISION"),
+        (["redismem_raise_revisions", 1, K.revisions(ns, "value", "session", "s"), ns,
+          "session", "s", "value", "k", "0"], "INVALID_REVISION"),
+        (["redismem_raise_revisions", 1, K.revisions(ns, "value", "session", "s"), ns,
+          "session", "s", "blob", "k", "3"], "INVALID_ARGUMENT"),
+        (["redismem_raise_revisions", 1, K.revisions(ns, "vector", "session", "s"), ns,
+          "session", "s", "value", "k", "3"], "INVALID_ARGUMENT KEYS[1] must be"),
+        (["redismem_upsert_memory", 4, K.memory(ns, "u", "m"), K.memories(ns, "u"),
+          K.memory_dim(ns), K.config(ns), ns, "u", "m", MEMORY_RECORD, "", "always"],
+         "INVALID_ARGUMENT"),
         (["redismem_get_values", 0], "INVALID_ARGUMENT"),
         (["redismem_get_values", 1, K.value(ns, "session", "s", "k"), "extra"],
          "INVALID_ARGUMENT"),

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import redismem
-from redismem import functions, limits
+from redismem import functions, limits, transfer
 from redismem.functions import Functions, assemble, ensure_library
 from redismem.memory import open_client
 from redismem.server import EmbeddedServer
@@ -55,7 +55,8 @@ class Recording(Functions):
 
 
 async def test_python_wrappers_pass_the_keys_the_headers_list(rmem: redismem.Memory,
-                                                               redis_url: str) -> None:
+                                                               redis_url: str,
+                                                               tmp_path: Path) -> None:
     recording = Recording(rmem.client)
     rmem._conn.functions = recording
     scope = rmem.session("s")
@@ -84,15 +85,39 @@ async def test_python_wrappers_pass_the_keys_the_headers_list(rmem: redismem.Mem
         record = redismem.LongTermMemory("m1", "u1", "s", {}, "text", [], {}, 1, 1)
         await store.upsert_long_term_memory(record)
         await store.delete_long_term_memory("u1", "m1")
+        export = tmp_path / "export.jsonl"
+        with export.open("w") as out:
+            await transfer.export_namespace(store.memory, out.write)
+    async with redismem.RedisMemoryStore(redis_url, namespace=rmem.namespace + "-i") as store:
+        store.memory._conn.functions = recording
+        await transfer.import_file(store, export)
     assert set(recording.calls) == {f"redismem_{p.stem}" for p in FUNCTION_FILES}
     for path in FUNCTION_FILES:
         fixed, variadic = header_keys(path)
         counts = recording.calls[f"redismem_{path.stem}"]
         if variadic:  # one more key per item: the calls above had 1 item, then 2 or 3
-            items = {"get_values": [1, 3], "get_vectors": [1]}.get(path.stem, [1, 2])
+            items = {"get_values": [1, 3], "get_vectors": [1], "import_values": [2],
+                     "import_vectors": [2]}.get(path.stem, [1, 2])
             assert counts == [fixed + n for n in items], path.name
         else:
             assert set(counts) == {fixed}, path.name
+
+
+def test_lua_and_python_settings_agree() -> None:
+    text = (LUA / "lib" / "40_config.lua").read_text()
+    bounds = {name: (int(low), int(high)) for name, low, high in re.findall(
+        r"(\w+) = \{low = (\d+), high = (\d+)", text)}
+    words = {name: tuple(sorted(re.findall(r"(\w+) = true", choices))) for name, choices in
+             re.findall(r"(\w+) = \{choices = \{([^}]*)\}", text)}
+    symbolic = {name: (low, high) for name, low, high in re.findall(
+        r"(\w+) = \{low = LIMITS\.(\w+), high = LIMITS\.(\w+)", text)}
+    assert symbolic == {"max_value_bytes": ("min_value_bytes_setting",
+                                            "max_value_bytes_ceiling")}
+    bounds["max_value_bytes"] = (limits.MIN_VALUE_BYTES_SETTING, limits.MAX_VALUE_BYTES_CEILING)
+    bounds["feed_retention_ms"] = (1, limits.MAX_TTL_MS)
+    assert "feed_retention_ms = {low = 1, high = LIMITS.max_ttl_ms" in text
+    assert bounds == limits.SETTING_BOUNDS
+    assert words == limits.SETTING_CHOICES
 
 
 def test_lua_and_python_limits_agree() -> None:

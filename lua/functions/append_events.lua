@@ -14,8 +14,14 @@
 local function append_events(keys, args)
   count_args(args, 3, 'namespace, thread id, then events')
   local t, events = thread_write(keys, args)
-  redis.call('ZADD', t.threads, int_string(events[#events].e.timestamp), t.thread)
-  return append_checked(t, events)
+  local flags = append_checked(t, events)
+  for i = #events, 1, -1 do
+    if flags[i] == 1 then -- a retried append never moves the thread back in time
+      redis.call('ZADD', t.threads, 'GT', int_string(events[i].e.timestamp), t.thread)
+      break
+    end
+  end
+  return flags
 end
 
 register('redismem_append_events', append_events)

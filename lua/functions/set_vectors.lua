@@ -39,28 +39,20 @@ local function set_vectors(keys, args)
     end
     seen[key] = true
     local vector_key = expect_key(keys, 7 + i, SCHEMA.vector(c, key))
-    local dim = check_embedding(args[base + 1])
-    local tokens = metadata_tokens(check_metadata(args[base + 2]))
+    local fields, dim = vector_fields(args[base + 1], args[base + 2], scope_tag)
     local expected = parse_expected(args[base + 3])
     local stored = redis.call('HMGET', vector_key, 'rev', '_dim')
     local current = tonumber(stored[1]) or 0
     check_expected(key, expected, current)
     items[i] = {key = key, vector_key = vector_key, current = current, dim = dim,
-                old_dim = tonumber(stored[2]),
-                fields = {'emb', args[base + 1], 'meta', args[base + 2], '_dim', int_string(dim),
-                          '_sc', scope_tag, '_meta', tokens}}
+                old_dim = tonumber(stored[2]), fields = fields}
   end
 
   w.now = now_ms()
   prune_expired(w.names, w.expiry, w.now)
   local revisions = {}
   for i, item in ipairs(items) do
-    if item.old_dim ~= item.dim then
-      if item.old_dim then
-        count_dim(dims_key, item.old_dim, -1)
-      end
-      count_dim(dims_key, item.dim, 1)
-    end
+    recount_dim(dims_key, item.old_dim, item.dim)
     revisions[i] = store_entry(w, item.vector_key, item.key, item.current, item.fields, nil)
   end
   trim_after_writes(w.feed, w.config, w.now, w.first_seq, w.last_seq)

@@ -7,12 +7,14 @@
   ARGV[4] record: canonical JSON of LongTermMemory (id, user_id, scope,
           data, text, tags, metadata, created_at, updated_at)
   ARGV[5] embedding: float32 little-endian bytes, '' = none
-  Reply: 1 when created, 0 when replaced.
+  ARGV[6] optional: 'newer' keeps a stored record whose updated_at is the
+          same or later (an import)
+  Reply: 1 when created, 0 when replaced, -1 when kept ('newer').
   Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_KEY, INVALID_MEMORY,
           INVALID_VECTOR (also a dimension other than the namespace's)     ]]
 
 local function upsert_memory(keys, args)
-  count_args(args, 5, 'namespace, user, memory id, record, embedding')
+  count_args(args, 5, 'namespace, user, memory id, record, embedding[, newer]')
   local c = {ns = check_id('namespace', args[1])}
   local user = check_user(args[2])
   local id = check_key(args[3])
@@ -22,6 +24,9 @@ local function upsert_memory(keys, args)
   local dim_key = expect_key(keys, 3, SCHEMA.memory_dim(c))
   local config_key = expect_key(keys, 4, SCHEMA.config(c))
   local m = check_memory(args[4], user, id, config_get(config_key, 'max_value_bytes'))
+  if args[6] ~= nil and args[6] ~= '' and args[6] ~= 'newer' then
+    fail('INVALID_ARGUMENT', "ARGV[6] must be 'newer' or empty, got " .. show(args[6]))
+  end
   local dim = nil
   if args[5] ~= '' then
     dim = check_embedding(args[5])
@@ -32,6 +37,12 @@ local function upsert_memory(keys, args)
     end
   end
 
+  if args[6] == 'newer' then
+    local stored = tonumber(redis.call('HGET', memory_key, 'upd'))
+    if stored and stored >= m.updated_at then
+      return -1
+    end
+  end
   local created = redis.call('DEL', memory_key) == 0 and 1 or 0
   local fields = {'rec', args[4], 'text', m.text, '_u', to_hex(user), '_s', to_hex(m.scope),
                   'upd', int_string(m.updated_at)}

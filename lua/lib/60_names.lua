@@ -59,6 +59,29 @@ local function scope_writer(keys, first, c, kind, principal)
           config = expect_key(keys, first + 5, SCHEMA.config(c))}
 end
 
+-- Give an entry its expiry (absolute ms; nil = none) and list its name.
+-- `existed`: the hash was there before this write (a new one has no expiry
+-- to clear).
+local function list_entry(w, item_key, name, existed, expire_at)
+  if expire_at then
+    redis.call('PEXPIREAT', item_key, int_string(expire_at))
+    redis.call('ZADD', w.expiry, int_string(expire_at), name)
+  else
+    if existed then
+      redis.call('PERSIST', item_key)
+    end
+    redis.call('ZREM', w.expiry, name) -- also drops a stale entry of an expired name
+  end
+  redis.call('ZADD', w.names, 0, name)
+end
+
+local function record_set(w, name, revision, json)
+  local sequence = append_event(w.feed, w.seq, w.c, name, w.kind, 'set', revision, w.principal,
+                                w.now, json)
+  w.first_seq = w.first_seq or sequence
+  w.last_seq = sequence
+end
+
 -- Store one entry: its fields plus rev/ts/by, its expiry, its name in the
 -- listing and its "set" event (carrying `json` for values). Returns its revision.
 local function store_entry(w, item_key, name, current, fields, json)
@@ -70,21 +93,47 @@ local function store_entry(w, item_key, name, current, fields, json)
   fields[#fields + 1] = 'by'
   fields[#fields + 1] = w.principal
   redis.call('HSET', item_key, unpack(fields))
-  if w.ttl == '' then
-    if current > 0 then -- a new hash has no expiry to clear
-      redis.call('PERSIST', item_key)
-    end
-    redis.call('ZREM', w.expiry, name) -- also drops a stale entry of an expired name
-  elseif w.ttl ~= 'KEEPTTL' then
-    redis.call('PEXPIREAT', item_key, int_string(w.now + w.ttl))
-    redis.call('ZADD', w.expiry, int_string(w.now + w.ttl), name)
+  if w.ttl == 'KEEPTTL' then
+    redis.call('ZADD', w.names, 0, name)
+  else
+    list_entry(w, item_key, name, current > 0, w.ttl ~= '' and w.now + w.ttl or nil)
   end
-  redis.call('ZADD', w.names, 0, name)
-  local sequence = append_event(w.feed, w.seq, w.c, name, w.kind, 'set', revision, w.principal,
-                                w.now, json)
-  w.first_seq = w.first_seq or sequence
-  w.last_seq = sequence
+  record_set(w, name, revision, json)
   return revision
+end
+
+-- The revision, ts, writer and expiry of an imported entry, from ARGV[base..base+3].
+local function imported_args(args, base)
+  return {revision = parse_int('revision', args[base], 1, LIMITS.max_revision, 'INVALID_REVISION'),
+          ts = parse_int('ts', args[base + 1], 0, LIMITS.max_revision),
+          by = check_id('principal', args[base + 2]),
+          expire_at = args[base + 3] ~= '' and
+                      parse_int('expire_at', args[base + 3], 1, LIMITS.max_revision) or nil}
+end
+
+-- Store an imported entry as it was exported: its own revision, ts, writer
+-- and expiry, with a "set" event by the importing principal. Nothing is
+-- written, and 0 returned, when the target's entry is at that revision or a
+-- later one (also a later delete: the revisions hash remembers it) or the
+-- expiry has passed; else returns the revision.
+local function import_entry(w, item_key, name, item, fields, json)
+  local current = tonumber(redis.call('HGET', item_key, 'rev')) or 0
+  local issued = tonumber(redis.call('HGET', w.revisions, name)) or 0
+  if item.revision <= math.max(current, issued) or (item.expire_at and item.expire_at <= w.now) then
+    return 0
+  end
+  redis.call('HSET', w.revisions, name, int_string(item.revision))
+  redis.call('DEL', item_key)
+  fields[#fields + 1] = 'rev'
+  fields[#fields + 1] = int_string(item.revision)
+  fields[#fields + 1] = 'ts'
+  fields[#fields + 1] = int_string(item.ts)
+  fields[#fields + 1] = 'by'
+  fields[#fields + 1] = item.by
+  redis.call('HSET', item_key, unpack(fields))
+  list_entry(w, item_key, name, false, item.expire_at)
+  record_set(w, name, item.revision, json)
+  return item.revision
 end
 
 -- Delete one entry if `expected` matches; 1 when deleted, 0 when absent.

@@ -78,3 +78,21 @@ local function count_dim(dims_key, dim, delta)
     redis.call('HDEL', dims_key, int_string(dim))
   end
 end
+
+-- Count a vector's move from dimension old_dim (nil: a new vector) to dim.
+local function recount_dim(dims_key, old_dim, dim)
+  if old_dim ~= dim then
+    if old_dim then
+      count_dim(dims_key, old_dim, -1)
+    end
+    count_dim(dims_key, dim, 1)
+  end
+end
+
+-- The checked hash fields of a vector and its dimension; scope_tag is the
+-- hex of '<scope>:<sid>'.
+local function vector_fields(blob, meta, scope_tag)
+  local dim = check_embedding(blob)
+  local tokens = metadata_tokens(check_metadata(meta))
+  return {'emb', blob, 'meta', meta, '_dim', int_string(dim), '_sc', scope_tag, '_meta', tokens}, dim
+end

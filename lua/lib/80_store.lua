@@ -4,7 +4,8 @@
                          e = the event's canonical JSON
     rm:{ns}:thr:<t>:ts   zset, member = stream id, score = event timestamp
     rm:{ns}:thr:<t>:ids  hash, event id -> stream id (appends are idempotent)
-    rm:{ns}:threads      zset, thread id -> timestamp of its last appended event
+    rm:{ns}:threads      zset, thread id -> latest timestamp of its appended
+                         events (after a replace: of its last event)
   Long-term memory <id> of user <u> ('_' = shared by all users):
     rm:{ns}:ltm:<u>:<id> hash: rec (record JSON), text, _u and _s tags (hex
                          of user and scope), upd (updated_at), and when it

@@ -1,0 +1,59 @@
+--[[ redismem_import_values: restore exported values of one scope, each with
+  the revision, ts, writer and expiry it was exported with. A value whose
+  stored revision (or last delete) is the same or later is kept, so
+  importing the same values twice changes nothing.
+  KEYS[1] names zset      rm:{<ns>}:keys:val:<scope>:<sid>
+  KEYS[2] expiry zset     rm:{<ns>}:exp:val:<scope>:<sid>
+  KEYS[3] revisions hash  rm:{<ns>}:rev:val:<scope>:<sid>
+  KEYS[4] feed stream     rm:{<ns>}:feed
+  KEYS[5] feed counter    rm:{<ns>}:seq
+  KEYS[6] config hash     rm:{<ns>}:cfg
+  KEYS[6+i] value hash    rm:{<ns>}:val:<scope>:<sid>:<key i>
+  ARGV[1] namespace  ARGV[2] scope  ARGV[3] scope id
+  ARGV[4] principal doing the import (recorded on the feed events)
+  ARGV[6i-1] key i   ARGV[6i] canonical JSON i   ARGV[6i+1] revision i (>= 1)
+  ARGV[6i+2] ts i (ms)   ARGV[6i+3] writer i   ARGV[6i+4] expiry i (epoch
+             ms, '' = none)
+  Reply: one integer per item: its revision when written, 0 when kept (the
+         target's is the same or later) or already expired.
+  Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_KEY, INVALID_JSON,
+          VALUE_TOO_LARGE, INVALID_REVISION
+  Feed: one "set" event per value written (none for kept ones).          ]]
+
+local function import_values(keys, args)
+  count_args(args, 10, 'namespace, scope, scope id, principal, then key, value, revision, ts, writer, expiry')
+  local c = scope_args(args, 1)
+  local principal = check_id('principal', args[4])
+  local count = item_count(args, 4, 6, 'key, value, revision, ts, writer, expiry')
+  expect_keys(keys, 6 + count)
+  local w = scope_writer(keys, 1, c, 'value', principal)
+  local limit = config_get(w.config, 'max_value_bytes')
+
+  local items, seen = {}, {}
+  for i = 1, count do
+    local base = 6 * i - 1
+    local key = check_key(args[base])
+    if seen[key] then
+      fail('INVALID_ARGUMENT', 'key ' .. show(key) .. ' appears twice in one call')
+    end
+    seen[key] = true
+    local item = imported_args(args, base + 2)
+    item.key = key
+    item.value_key = expect_key(keys, 6 + i, SCHEMA.value(c, key))
+    item.json = check_json(args[base + 1], limit)
+    items[i] = item
+  end
+
+  w.now = now_ms()
+  prune_expired(w.names, w.expiry, w.now)
+  local written = {}
+  for i, item in ipairs(items) do
+    written[i] = import_entry(w, item.value_key, item.key, item, {'v', item.json}, item.json)
+  end
+  if w.first_seq then
+    trim_after_writes(w.feed, w.config, w.now, w.first_seq, w.last_seq)
+  end
+  return written
+end
+
+register('redismem_import_values', import_values)

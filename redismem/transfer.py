@@ -1,0 +1,596 @@
+"""Export a namespace as JSON Lines and import it back.
+
+An export is one JSON object per line, each with a ``type``:
+
+``header``
+    first line: ``format`` ("redismem-export"), ``version`` (1), ``namespace``,
+    ``exported_at`` (ms), ``library_version``.
+``settings``
+    the namespace settings set explicitly (defaults are not written).
+``session``
+    a created session: ``id``, ``created_at`` (ms).
+``value`` / ``vector``
+    ``scope``, ``scope_id``, ``key``, ``revision``, ``ts`` (ms), ``by``,
+    ``expires_at`` (epoch ms or null), and ``value`` (any JSON), or
+    ``embedding`` (numbers) and ``metadata`` (an object).
+``revisions``
+    ``kind``, ``scope``, ``scope_id`` and ``revisions``: name -> last revision
+    issued, for names deleted or expired since; restoring them keeps a stale
+    expected revision from ever matching a re-created key.
+``event``
+    ``event``: a thread event (the MemoryEvent fields), in append order.
+``memory``
+    ``memory``: a long-term memory (the LongTermMemory fields) and
+    ``embedding`` (numbers or null).
+
+State and checkpoints are values of the thread's session scope. The change
+feed is history, not state: it is not exported, and an import appends a
+"set" event for every value or vector it writes.
+
+An import checks the whole file first (nothing is written when any line is
+bad), then writes through the Lua functions. It is idempotent: a value or
+vector is written only when the target's revision (or last delete) is
+older, a memory only when the target's ``updated_at`` is older, an event only
+when its id is not yet in its thread. An import never deletes.
+
+An export reads while writers go on: each record is consistent in itself, the
+file is not a snapshot of one instant.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+
+from . import _validate as check
+from . import keys as K
+from . import limits
+from . import vectors as V
+from .errors import InvalidExportError, RedisMemError
+from .memory import Memory
+from .store import RedisMemoryStore, event_json, long_term_memory, memory_event, memory_json
+from .types import LongTermMemory
+
+FORMAT = "redismem-export"
+VERSION = 1
+KINDS: tuple[K.Kind, ...] = ("value", "vector")
+RECORD_TYPES = ("header", "settings", "session", "value", "vector", "revisions", "event",
+                "memory")
+_PAGE = 500
+_BATCH_BYTES = 4 * 1024 * 1024
+Progress = Callable[[int], None]
+
+
+def _line(record: dict[str, Any]) -> str:
+    return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False)
+
+
+def _floats(blob: bytes) -> list[float]:
+    return cast(list[float], np.frombuffer(blob, dtype="<f4").astype(float).tolist())
+
+
+def _redis(mem: Memory) -> Any:
+    """The client, untyped: redis-py's reply types are unions a bytes reply
+    (decode_responses off) never takes."""
+    return mem.client
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+# export
+
+
+@dataclass
+class Survey:
+    """What an export will walk: scopes per kind, threads, memory users, and
+    the number of records it expects to write (for a progress bar)."""
+
+    scopes: dict[str, list[tuple[str, str]]]
+    threads: list[str]
+    users: list[str]
+    total: int
+
+
+async def _scan(mem: Memory, pattern: str) -> list[str]:
+    found = {key.decode() async for key in _redis(mem).scan_iter(match=pattern, count=1000)}
+    return sorted(found)
+
+
+async def survey(mem: Memory) -> Survey:
+    """Find what there is to export in ``mem``'s namespace."""
+    client, ns = _redis(mem), mem.namespace
+    scopes: dict[str, list[tuple[str, str]]] = {}
+    total = 3  # header, settings, sessions (a rough count is enough for progress)
+    for kind in KINDS:
+        found = {K.scope_of(ns, key) for key in await _scan(mem, K.names_pattern(ns, kind))}
+        found |= {K.scope_of(ns, key) for key in await _scan(mem, K.revisions_pattern(ns, kind))}
+        scopes[kind] = sorted(found)
+        for scope, sid in scopes[kind]:
+            total += int(await client.zcard(K.names(ns, kind, scope, sid)))
+    threads = [t.decode() for t in await client.zrange(K.threads(ns), 0, -1)]
+    for thread in threads:
+        total += int(await client.xlen(K.thread_events(ns, thread)))
+    users = [K.user_of(ns, key) for key in await _scan(mem, K.memories_pattern(ns))]
+    for user in users:
+        total += int(await client.zcard(K.memories(ns, user)))
+    return Survey(scopes, threads, users, total)
+
+
+async def _names(mem: Memory, zset: str) -> AsyncIterator[list[str]]:
+    """Pages of a names zset, in order, stable while names are added."""
+    start = "-"
+    while True:
+        page = [n.decode() for n in await _redis(mem).zrange(zset, start, "+", bylex=True,
+                                                             offset=0, num=_PAGE)]
+        if not page:
+            return
+        yield page
+        start = "(" + page[-1]
+
+
+async def _entries(mem: Memory, kind: K.Kind, scope: str, sid: str,
+                   live: dict[str, int]) -> AsyncIterator[dict[str, Any]]:
+    """The live entries of one scope as records; fills ``live`` name -> revision."""
+    ns = mem.namespace
+    build = K.value if kind == "value" else K.vector
+    fields = ("v",) if kind == "value" else ("emb", "meta")
+    async for page in _names(mem, K.names(ns, kind, scope, sid)):
+        pipe = _redis(mem).pipeline(transaction=False)
+        for name in page:
+            key = build(ns, scope, sid, name)
+            pipe.hmget(key, *fields, "rev", "ts", "by")
+            pipe.pexpiretime(key)
+        replies = await pipe.execute()
+        for name, got, expires in zip(page, replies[::2], replies[1::2], strict=True):
+            if got[0] is None:
+                continue  # expired or deleted since it was listed
+            *content, rev, ts, by = got
+            record: dict[str, Any] = {
+                "type": kind, "scope": scope, "scope_id": sid, "key": name,
+                "revision": int(rev), "ts": int(ts), "by": by.decode(),
+                "expires_at": int(expires) if int(expires) > 0 else None}
+            if kind == "value":
+                record["value"] = json.loads(content[0])
+            else:
+                record["embedding"] = _floats(content[0])
+                record["metadata"] = json.loads(content[1])
+            live[name] = int(rev)
+            yield record
+
+
+async def _tombstones(mem: Memory, kind: K.Kind, scope: str, sid: str,
+                      live: dict[str, int]) -> AsyncIterator[dict[str, Any]]:
+    """``revisions`` records of names whose last revision issued is past the live one."""
+    ns = mem.namespace
+    pending: dict[str, int] = {}
+    async for name, issued in _redis(mem).hscan_iter(K.revisions(ns, kind, scope, sid),
+                                                     count=1000):
+        if int(issued) > live.get(name.decode(), 0):
+            pending[name.decode()] = int(issued)
+        if len(pending) >= limits.MAX_BATCH:
+            yield {"type": "revisions", "kind": kind, "scope": scope, "scope_id": sid,
+                   "revisions": pending}
+            pending = {}
+    if pending:
+        yield {"type": "revisions", "kind": kind, "scope": scope, "scope_id": sid,
+               "revisions": pending}
+
+
+async def _thread_events(mem: Memory, thread: str) -> AsyncIterator[dict[str, Any]]:
+    start = "-"
+    key = K.thread_events(mem.namespace, thread)
+    while True:
+        entries = await _redis(mem).xrange(key, start, "+", count=1000)
+        if not entries:
+            return
+        for _, entry in entries:
+            yield {"type": "event", "event": json.loads(entry[b"e"])}
+        start = "(" + entries[-1][0].decode()
+
+
+async def _memories(mem: Memory, user: str) -> AsyncIterator[dict[str, Any]]:
+    ns = mem.namespace
+    ids = [i.decode() for i in await _redis(mem).zrange(K.memories(ns, user), 0, -1)]
+    for first in range(0, len(ids), _PAGE):
+        pipe = _redis(mem).pipeline(transaction=False)
+        for memory_id in ids[first:first + _PAGE]:
+            pipe.hmget(K.memory(ns, user, memory_id), "rec", "emb")
+        for rec, emb in await pipe.execute():
+            if rec is not None:
+                yield {"type": "memory", "memory": json.loads(rec),
+                       "embedding": _floats(emb) if emb else None}
+
+
+async def export_records(mem: Memory, plan: Survey) -> AsyncIterator[dict[str, Any]]:
+    """Every record of ``mem``'s namespace, header first."""
+    client, ns = _redis(mem), mem.namespace
+    yield {"type": "header", "format": FORMAT, "version": VERSION, "namespace": ns,
+           "exported_at": _now_ms(), "library_version": mem.capabilities.library_version}
+    explicit = {k.decode(): v.decode() for k, v in (await client.hgetall(K.config(ns))).items()}
+    settings = await mem.settings()
+    yield {"type": "settings", "settings": {k: settings[k] for k in sorted(explicit)
+                                            if k in settings}}
+    for sid, created in await client.zrange(K.sessions(ns), 0, -1, withscores=True):
+        yield {"type": "session", "id": sid.decode(), "created_at": int(created)}
+    for kind in KINDS:
+        for scope, sid in plan.scopes[kind]:
+            live: dict[str, int] = {}
+            async for record in _entries(mem, kind, scope, sid, live):
+                yield record
+            async for record in _tombstones(mem, kind, scope, sid, live):
+                yield record
+    for thread in plan.threads:
+        async for record in _thread_events(mem, thread):
+            yield record
+    for user in plan.users:
+        async for record in _memories(mem, user):
+            yield record
+
+
+@dataclass
+class ExportSummary:
+    namespace: str
+    records: dict[str, int] = field(default_factory=dict)
+
+
+async def export_namespace(mem: Memory, write: Callable[[str], Any],
+                           progress: Progress | None = None, plan: Survey | None = None
+                           ) -> ExportSummary:
+    """Write every record of ``mem``'s namespace through ``write``, one line
+    (with its newline) per call; ``progress`` gets the number of records done."""
+    plan = plan or await survey(mem)
+    summary = ExportSummary(mem.namespace)
+    async for record in export_records(mem, plan):
+        write(_line(record) + "\n")
+        summary.records[record["type"]] = summary.records.get(record["type"], 0) + 1
+        if progress:
+            progress(1)
+    return summary
+
+
+# import: checking
+
+
+def _fail(line: int, message: str) -> InvalidExportError:
+    return InvalidExportError(f"line {line}: {message}")
+
+
+def _fields(record: dict[str, Any], line: int, required: tuple[str, ...],
+            optional: tuple[str, ...] = ()) -> None:
+    missing = [name for name in required if name not in record]
+    if missing:
+        raise _fail(line, f"a {record['type']} record needs {', '.join(missing)}")
+    unknown = sorted(set(record) - set(required) - set(optional) - {"type"})
+    if unknown:
+        raise _fail(line, f"a {record['type']} record has unknown fields {', '.join(unknown)}")
+
+
+def _int(record: dict[str, Any], name: str, line: int, low: int,
+         *, nullable: bool = False) -> int | None:
+    value = record[name]
+    if value is None and nullable:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not (
+        low <= value <= limits.MAX_REVISION
+    ):
+        raise _fail(line, f"{name} must be an integer from {low}, got {value!r}")
+    return value
+
+
+def _embedding(value: Any, line: int) -> tuple[bytes, int]:
+    if not isinstance(value, list):
+        raise _fail(line, f"embedding must be a list of numbers, got {type(value).__name__}")
+    try:
+        return V.embedding_bytes(value)
+    except RedisMemError as exc:
+        raise _fail(line, str(exc)) from None
+
+
+@dataclass(frozen=True)
+class Row:
+    """One checked record, ready to write: records of the same ``group`` are
+    written together (one scope, one thread, ...)."""
+
+    group: tuple[str, ...]
+    args: tuple[Any, ...]
+    size: int
+
+
+@dataclass
+class Checker:
+    """Checks records line by line against the target's limits."""
+
+    max_value_bytes: int
+    memory_dim: int | None
+    line: int = 0
+    namespace: str | None = None
+
+    def row(self, text: str) -> Row:
+        self.line += 1
+        line = self.line
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise _fail(line, f"not JSON: {exc}") from None
+        if not isinstance(record, dict) or record.get("type") not in RECORD_TYPES:
+            kind = record.get("type") if isinstance(record, dict) else None
+            raise _fail(line, f"type must be one of {', '.join(RECORD_TYPES)}, got {kind!r}")
+        if (line == 1) != (record["type"] == "header"):
+            raise _fail(line, "an export starts with its header line, and has only one"
+                        if line > 1 else "the first line must be the export header")
+        try:
+            return cast(Row, getattr(self, "_" + record["type"])(record, line))
+        except InvalidExportError:
+            raise
+        except (RedisMemError, ValueError, TypeError) as exc:
+            raise _fail(line, str(exc)) from None
+
+    def _header(self, record: dict[str, Any], line: int) -> Row:
+        _fields(record, line, ("format", "version", "namespace"),
+                ("exported_at", "library_version"))
+        if record["format"] != FORMAT or record["version"] != VERSION:
+            raise _fail(line, f"not a {FORMAT} version {VERSION} file: format "
+                        f"{record['format']!r} version {record['version']!r}")
+        self.namespace = check.check_id("namespace", record["namespace"])
+        return Row(("header",), (), 0)
+
+    def _settings(self, record: dict[str, Any], line: int) -> Row:
+        _fields(record, line, ("settings",))
+        settings = record["settings"]
+        if not isinstance(settings, dict):
+            raise _fail(line, "settings must be an object")
+        for name, value in settings.items():
+            check.check_setting(name, value)
+        if "max_value_bytes" in settings:
+            self.max_value_bytes = int(settings["max_value_bytes"])
+        return Row(("settings",), (settings,), 0)
+
+    def _session(self, record: dict[str, Any], line: int) -> Row:
+        _fields(record, line, ("id", "created_at"))
+        sid = check.check_id("session id", record["id"])
+        return Row(("session",), (sid, _int(record, "created_at", line, 0)), 0)
+
+    def _scope(self, record: dict[str, Any]) -> tuple[str, str]:
+        scope, sid = record["scope"], record["scope_id"]
+        if not isinstance(scope, str):
+            raise ValueError(f"scope must be a string, got {scope!r}")
+        check.check_scope(scope, sid)
+        return scope, sid
+
+    def _entry(self, record: dict[str, Any], line: int, content: tuple[str, ...]) -> tuple[
+            tuple[str, str], str, tuple[str, ...]]:
+        _fields(record, line, ("scope", "scope_id", "key", "revision", "ts", "by", "expires_at",
+                               *content))
+        scope = self._scope(record)
+        key = check.check_key(record["key"])
+        expires = _int(record, "expires_at", line, 1, nullable=True)
+        tail = (str(_int(record, "revision", line, 1)), str(_int(record, "ts", line, 0)),
+                check.check_id("principal", record["by"]), "" if expires is None else str(expires))
+        return scope, key, tail
+
+    def _value(self, record: dict[str, Any], line: int) -> Row:
+        (scope, sid), key, tail = self._entry(record, line, ("value",))
+        text = check.canonical_json(record["value"], self.max_value_bytes)
+        return Row(("value", scope, sid), (key, text, *tail), len(text) + len(key))
+
+    def _vector(self, record: dict[str, Any], line: int) -> Row:
+        (scope, sid), key, tail = self._entry(record, line, ("embedding", "metadata"))
+        blob, dim = _embedding(record["embedding"], line)
+        if not isinstance(record["metadata"], dict):
+            raise _fail(line, "metadata must be an object")
+        meta = V.metadata_json(record["metadata"])
+        return Row(("vector", scope, sid), (key, blob, meta, *tail, dim), len(blob) + len(meta))
+
+    def _revisions(self, record: dict[str, Any], line: int) -> Row:
+        _fields(record, line, ("kind", "scope", "scope_id", "revisions"))
+        if record["kind"] not in KINDS:
+            raise _fail(line, f"kind must be value or vector, got {record['kind']!r}")
+        scope, sid = self._scope(record)
+        revisions = record["revisions"]
+        if not isinstance(revisions, dict) or not revisions or len(revisions) > limits.MAX_BATCH:
+            raise _fail(line, f"revisions must be an object of 1 to {limits.MAX_BATCH} names")
+        pairs = tuple((check.check_key(name), _int(revisions, name, line, 1))
+                      for name in revisions)
+        return Row(("revisions", record["kind"], scope, sid), (pairs,), 0)
+
+    def _event(self, record: dict[str, Any], line: int) -> Row:
+        _fields(record, line, ("event",))
+        if not isinstance(record["event"], dict):
+            raise _fail(line, "event must be an object")
+        event = memory_event(record["event"])
+        text = event_json(event)
+        return Row(("event", event.thread_id), (text,), len(text))
+
+    def _memory(self, record: dict[str, Any], line: int) -> Row:
+        _fields(record, line, ("memory", "embedding"))
+        if not isinstance(record["memory"], dict):
+            raise _fail(line, "memory must be an object")
+        memory = long_term_memory(record["memory"])
+        text = memory_json(memory)
+        if len(text.encode()) > self.max_value_bytes:
+            raise _fail(line, f"the memory is over {self.max_value_bytes} bytes of JSON")
+        embedding = None
+        if record["embedding"] is not None:
+            _, dim = _embedding(record["embedding"], line)
+            if self.memory_dim is not None and dim != self.memory_dim:
+                raise _fail(line, f"the embedding has dimension {dim}; memory embeddings "
+                            f"here have dimension {self.memory_dim}")
+            self.memory_dim = dim
+            embedding = record["embedding"]
+        return Row(("memory",), (memory, embedding), len(text))
+
+
+def read_header(path: Path) -> str:
+    """The namespace an export file was written from (its header line).
+
+    Raises:
+        InvalidExportError: the file does not start with an export header.
+        OSError: the file cannot be read.
+    """
+    for text in lines(path):
+        checker = Checker(limits.MAX_VALUE_BYTES_CEILING, None)
+        checker.row(text)
+        assert checker.namespace is not None
+        return checker.namespace
+    raise InvalidExportError("the file is empty: no export header")
+
+
+def lines(path: Path) -> Iterator[str]:
+    """The non-blank lines of an export file."""
+    with path.open(encoding="utf-8") as handle:
+        for text in handle:
+            if text.strip():
+                yield text
+
+
+@dataclass
+class ImportSummary:
+    """What an import did, per record type: ``written`` changed the target,
+    ``kept`` were already there as new or newer (``expired``: past their expiry)."""
+
+    namespace: str
+    records: int = 0
+    written: dict[str, int] = field(default_factory=dict)
+    kept: dict[str, int] = field(default_factory=dict)
+
+    def count(self, kind: str, written: int, kept: int) -> None:
+        self.written[kind] = self.written.get(kind, 0) + written
+        self.kept[kind] = self.kept.get(kind, 0) + kept
+
+
+async def check_file(store: RedisMemoryStore, path: Path) -> int:
+    """Check every line of ``path`` against the store's namespace; returns the
+    number of records.
+
+    Raises:
+        InvalidExportError: a line is malformed (the message names it).
+    """
+    checker = await _checker(store)
+    for text in lines(path):
+        checker.row(text)
+    if checker.line == 0:
+        raise InvalidExportError("the file is empty: no export header")
+    return checker.line
+
+
+async def _checker(store: RedisMemoryStore) -> Checker:
+    settings = await store.memory.settings()
+    dim = await store.memory.client.get(K.memory_dim(store.namespace))
+    return Checker(int(settings["max_value_bytes"]), int(dim) if dim else None)
+
+
+# import: writing
+
+
+class _Writer:
+    """Writes checked rows in batches, one Lua call per batch."""
+
+    def __init__(self, store: RedisMemoryStore, summary: ImportSummary) -> None:
+        self.store = store
+        self.mem = store.memory
+        self.summary = summary
+        self.group: tuple[str, ...] | None = None
+        self.rows: list[Row] = []
+        self.size = 0
+
+    async def add(self, row: Row) -> None:
+        if row.group != self.group or len(self.rows) >= limits.MAX_BATCH or (
+            self.size + row.size > _BATCH_BYTES
+        ):
+            await self.flush()
+            self.group = row.group
+        self.rows.append(row)
+        self.size += row.size
+
+    async def flush(self) -> None:
+        if self.rows and self.group is not None:
+            await getattr(self, "_" + self.group[0])(*self.group[1:])
+        self.rows, self.size = [], 0
+
+    async def _header(self) -> None:
+        pass
+
+    async def _settings(self) -> None:
+        for row in self.rows:
+            current = await self.mem.settings()
+            wanted = {k: v for k, v in row.args[0].items() if current.get(k) != v}
+            if wanted:
+                await self.mem.configure(**wanted)
+            self.summary.count("settings", len(wanted), len(row.args[0]) - len(wanted))
+
+    async def _session(self) -> None:
+        ns = self.mem.namespace
+        for row in self.rows:
+            new = await self.mem._conn.functions.create_session([K.sessions(ns)], ns, *row.args)
+            self.summary.count("session", int(new), int(not new))
+
+    def _scope_keys(self, kind: K.Kind, scope: str, sid: str) -> list[str]:
+        ns = self.mem.namespace
+        return [K.names(ns, kind, scope, sid), K.expiry(ns, kind, scope, sid),
+                K.revisions(ns, kind, scope, sid), K.feed(ns), K.sequence(ns), K.config(ns)]
+
+    async def _value(self, scope: str, sid: str) -> None:
+        ns = self.mem.namespace
+        keys = [*self._scope_keys("value", scope, sid),
+                *(K.value(ns, scope, sid, row.args[0]) for row in self.rows)]
+        written = await self.mem._conn.functions.import_values(
+            keys, ns, scope, sid, self.mem.principal, [row.args for row in self.rows])
+        done = sum(1 for revision in written if revision)
+        self.summary.count("value", done, len(written) - done)
+
+    async def _vector(self, scope: str, sid: str) -> None:
+        ns = self.mem.namespace
+        if self.mem.capabilities.search:
+            for dim in {row.args[-1] for row in self.rows}:
+                await V.cached_index(self.mem._conn, V.scope_index(ns, dim))
+        keys = [*self._scope_keys("vector", scope, sid), K.vector_dims(ns, scope, sid),
+                *(K.vector(ns, scope, sid, row.args[0]) for row in self.rows)]
+        written = await self.mem._conn.functions.import_vectors(
+            keys, ns, scope, sid, self.mem.principal, [row.args[:-1] for row in self.rows])
+        done = sum(1 for revision in written if revision)
+        self.summary.count("vector", done, len(written) - done)
+
+    async def _revisions(self, kind: K.Kind, scope: str, sid: str) -> None:
+        ns = self.mem.namespace
+        for row in self.rows:
+            raised = await self.mem._conn.functions.raise_revisions(
+                [K.revisions(ns, kind, scope, sid)], ns, scope, sid, kind, row.args[0])
+            self.summary.count("revisions", raised, len(row.args[0]) - raised)
+
+    async def _event(self, thread: str) -> None:
+        flags = await self.mem._conn.functions.append_events(
+            self.store._thread_keys(thread, write=True), self.mem.namespace, thread,
+            [row.args[0] for row in self.rows])
+        self.summary.count("event", sum(flags), len(flags) - sum(flags))
+
+    async def _memory(self) -> None:
+        for row in self.rows:
+            memory, embedding = cast(tuple[LongTermMemory, list[float] | None], row.args)
+            written = await self.store.restore_long_term_memory(memory, embedding=embedding)
+            self.summary.count("memory", int(written), int(not written))
+
+
+async def import_file(store: RedisMemoryStore, path: Path, progress: Progress | None = None
+                      ) -> ImportSummary:
+    """Import an export file into the store's namespace (see the module doc).
+    ``check_file`` must have passed; ``progress`` gets the number of records done.
+    """
+    checker = await _checker(store)
+    summary = ImportSummary(store.namespace)
+    writer = _Writer(store, summary)
+    for text in lines(path):
+        await writer.add(checker.row(text))
+        summary.records += 1
+        if progress:
+            progress(1)
+    await writer.flush()
+    return summary

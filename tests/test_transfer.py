@@ -1,0 +1,399 @@
+"""Export and import: the JSON Lines round trip, idempotency, newer data kept,
+bad files refused before anything is written, and the raw Lua functions."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pty
+import shutil
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import redismem
+from redismem import keys as K
+from redismem import transfer
+from redismem.errors import InvalidExportError
+from redismem.functions import Functions
+
+from .helpers import flush_namespace, snapshot
+from .test_bad_input import import_call
+from .test_cli import run_script
+
+SCOPES = [("session", "s1"), ("session", "s2"), ("actor", "bob"), ("workflow", "w1"),
+          ("global", "_")]
+QUERIES = [[1.0, 0.0, 0.0], [0.2, 1.0, 0.1], [0.5, 0.5, 0.5]]
+
+
+async def seed(store: redismem.RedisMemoryStore) -> None:
+    """Something of everything an export covers."""
+    mem = store.memory
+    await mem.configure(max_value_bytes=2_000_000, hnsw_ef_runtime=50)
+    await mem.create_session("s1")
+    await mem.create_session("s2")
+    s1 = mem.session("s1")
+    await s1.set("notes", ["pack passports"])
+    await s1.update("notes", lambda v: [*v, "book transfer"])
+    await s1.set("big", "x" * 70_000)  # its feed event omits the value
+    await s1.set("soon", {"ttl": True}, ttl_seconds=3600)
+    await s1.set("gone", 1)
+    await s1.delete("gone")  # a tombstone: revision 2 issued, no value
+    await mem.session("s2").set("notes", ["buy sunscreen"])
+    await mem.actor("bob").set("turns", 3)
+    await mem.workflow("w1").set("last note", "check visa, rules & fees ✓")
+    await mem.global_scope().set("all_notes", {"n": 4, "nested": [1, None, True, 2.5]})
+    await s1.set_vectors([("blue", [1.0, 0.0, 0.0], {"colour": "blue", "n": 1}),
+                          ("red", [0.0, 1.0, 0.0], {"colour": "red"}),
+                          ("teal", [0.6, 0.2, 0.7], {"colour": "teal", "tags": ["a"]})])
+    await s1.set_vector("tiny", [0.25, 0.5], {"colour": "blue"}, ttl_seconds=7200)
+    await s1.delete_vector("red")
+    await mem.global_scope().set_vector("g", [0.1, 0.2, 0.3])
+    await store.append_events("chat", [
+        redismem.MemoryEvent(f"e{i}", "chat", "u1", "trace" if i % 3 == 0 else "message",
+                             1000 + i, {"i": i, "text": f"turn {i}"}, ["t"]) for i in range(12)])
+    await store.append_event(redismem.MemoryEvent("x", "other", None, "message", 5, {}))
+    await store.put_state("chat", "checkpoint:1", {"step": 7})
+    for i, (user, text) in enumerate([("u1", "python generators yield values"),
+                                      ("u1", "redis streams keep order"),
+                                      (None, "shared knowledge about lua")]):
+        await store.upsert_long_term_memory(
+            redismem.LongTermMemory(f"m{i}", user, "knowledge", {"i": i}, text, ["x"], {"m": i},
+                                    10 + i, 20 + i),
+            embedding=[1.0, float(i), 0.5])
+    await store.upsert_long_term_memory(
+        redismem.LongTermMemory("plain", "u2", "notes", {}, "no embedding here", [], {}, 1, 2))
+
+
+async def reads(store: redismem.RedisMemoryStore) -> dict[str, Any]:
+    """Everything a reader sees through the API (and the raw value hashes and
+    expiry times, which an export promises too)."""
+    mem, client, ns = store.memory, store.memory.client, store.namespace
+    seen: dict[str, Any] = {"settings": await mem.settings(),
+                            "sessions": await client.zrange(K.sessions(ns), 0, -1,
+                                                            withscores=True)}
+    for scope, sid in SCOPES:
+        handle = redismem.MemoryScope(mem._conn, scope, sid)  # type: ignore[arg-type]
+        names = await handle.list_keys()
+        seen[f"{scope}:{sid}"] = {
+            name: (await client.hmget(K.value(ns, scope, sid, name), "v", "rev", "ts", "by"),
+                   await client.pexpiretime(K.value(ns, scope, sid, name)))
+            for name in names}
+        vector_names = await handle.list_keys(kind="vector")
+        seen[f"{scope}:{sid}:vectors"] = {
+            name: (await handle.get_vector(name),
+                   await client.hmget(K.vector(ns, scope, sid, name), "ts", "by"),
+                   await client.pexpiretime(K.vector(ns, scope, sid, name)))
+            for name in vector_names}
+        seen[f"{scope}:{sid}:search"] = [
+            await handle.similarity_search(q, top_k=3) for q in QUERIES if vector_names]
+    seen["filtered"] = await mem.session("s1").similarity_search(
+        [1.0, 0.0, 0.0], top_k=5, filter={"colour": "blue"})
+    seen["threads"] = await store.list_threads()
+    for thread, _ in seen["threads"]:
+        seen[f"thread:{thread}"] = (await store.get_recent_events(thread, 1000),
+                                    await store.get_events_since(thread, 1005))
+    seen["state"] = await store.list_state("chat")
+    for user in ("u1", "u2", None):
+        seen[f"ltm:{user}"] = await store.list_long_term_memories(user)
+        seen[f"ltm:{user}:text"] = await store.search_long_term_memory_text(user, "python lua")
+    seen["ltm:vector"] = await store.search_long_term_memory_vector("u1", [1.0, 0.5, 0.5])
+    return seen
+
+
+@pytest.fixture
+async def source(redis_url: str, ns: str) -> AsyncIterator[redismem.RedisMemoryStore]:
+    async with redismem.RedisMemoryStore(redis_url, namespace=ns, principal="writer") as store:
+        await seed(store)
+        yield store
+
+
+async def export_text(store: redismem.RedisMemoryStore) -> str:
+    out = io.StringIO()
+    await transfer.export_namespace(store.memory, out.write)
+    return out.getvalue()
+
+
+async def import_text(store: redismem.RedisMemoryStore, text: str,
+                      tmp_path: Path) -> transfer.ImportSummary:
+    path = tmp_path / "import.jsonl"
+    path.write_text(text)
+    await transfer.check_file(store, path)
+    return await transfer.import_file(store, path)
+
+
+async def test_export_flush_import_reads_equal(source: redismem.RedisMemoryStore, redis_url: str,
+                                               tmp_path: Path) -> None:
+    before = await reads(source)
+    text = await export_text(source)
+    ns = source.namespace
+    await source.close()
+    await flush_namespace(redis_url, ns)
+    async with redismem.RedisMemoryStore(redis_url, namespace=ns, principal="importer") as fresh:
+        assert await reads(fresh) != before  # the flush emptied it
+        summary = await import_text(fresh, text, tmp_path)
+        assert summary.kept == {"settings": 0, "session": 0, "value": 0, "revisions": 0,
+                                "vector": 0, "event": 0, "memory": 0}
+        assert summary.written["value"] == 8 and summary.written["vector"] == 4
+        assert summary.written["event"] == 13 and summary.written["memory"] == 4
+        assert await reads(fresh) == before
+        # the tombstones came along: a re-created key goes on from its last revision
+        assert await fresh.memory.session("s1").set("gone", 2) == 3
+        assert await fresh.memory.session("s1").set_vector("red", [0.0, 1.0, 0.0]) == 3
+        page = await fresh.memory.changes()
+        assert [e.principal for e in page.items][:1] == ["importer"]
+        big = [e for e in page.items if e.key == "big"]
+        assert big[0].value_omitted and big[0].revision == 1
+
+
+async def test_import_into_another_namespace(source: redismem.RedisMemoryStore, redis_url: str,
+                                             tmp_path: Path) -> None:
+    text = await export_text(source)
+    async with redismem.RedisMemoryStore(redis_url, namespace=source.namespace + "-copy") as copy:
+        await import_text(copy, text, tmp_path)
+        assert await reads(copy) == await reads(source)
+
+
+async def test_round_trip_on_memory_backend(tmp_path: Path) -> None:
+    async with redismem.RedisMemoryStore("memory://", namespace="a") as store:
+        await seed(store)
+        text = await export_text(store)
+        store_b = redismem.RedisMemoryStore("memory://", namespace="b")
+        store_b._memory = await redismem.connect("memory://", namespace="b")
+        await store_b.memory.close()
+        conn = store_b.memory._conn  # onto the same in-process server as store
+        conn.client, conn.functions = store.memory.client, Functions(store.memory.client)
+        await import_text(store_b, text, tmp_path)
+        assert await reads(store_b) == await reads(store)
+
+
+async def test_importing_twice_changes_nothing(source: redismem.RedisMemoryStore,
+                                               tmp_path: Path) -> None:
+    text = await export_text(source)
+    before = await snapshot(source.memory)
+    summary = await import_text(source, text, tmp_path)
+    assert sum(summary.written.values()) == 0
+    assert summary.kept["value"] == 8 and summary.kept["event"] == 13
+    assert await snapshot(source.memory) == before  # the feed included: no new events
+
+
+async def test_newer_data_in_the_target_is_kept(source: redismem.RedisMemoryStore,
+                                                tmp_path: Path) -> None:
+    text = await export_text(source)
+    mem = source.memory
+    s1 = mem.session("s1")
+    await s1.set("notes", ["changed after the export"])  # revision 3
+    await mem.session("s2").delete("notes")  # a later delete
+    await s1.set_vector("blue", [0.0, 0.0, 1.0])
+    newer = redismem.LongTermMemory("m0", "u1", "knowledge", {}, "rewritten", [], {}, 10, 99)
+    await source.upsert_long_term_memory(newer)
+    await source.compact_thread("chat", redismem.RetentionPolicy(max_events_per_thread=12))
+    summary = await import_text(source, text, tmp_path)
+    assert (await s1.get("notes")).value == ["changed after the export"]
+    assert not (await mem.session("s2").get("notes")).found  # not resurrected
+    assert (await s1.get_vector("blue")).embedding == [0.0, 0.0, 1.0]
+    assert (await source.list_long_term_memories("u1"))[0].text == "rewritten"
+    assert summary.written == {"settings": 0, "session": 0, "value": 0, "revisions": 0,
+                               "vector": 0, "event": 0, "memory": 0}
+
+
+async def test_older_data_in_the_target_is_replaced(source: redismem.RedisMemoryStore,
+                                                    redis_url: str, tmp_path: Path) -> None:
+    text = await export_text(source)
+    async with redismem.RedisMemoryStore(redis_url, namespace=source.namespace + "-old") as old:
+        await old.memory.session("s1").set("notes", "stale")  # revision 1 < 2
+        summary = await import_text(old, text, tmp_path)
+        assert summary.written["value"] == 8
+        got = await old.memory.session("s1").get("notes")
+        assert (got.value, got.revision) == (["pack passports", "book transfer"], 2)
+
+
+async def test_an_expired_record_is_not_imported(redis_url: str, ns: str, tmp_path: Path) -> None:
+    header = {"type": "header", "format": "redismem-export", "version": 1, "namespace": ns}
+    lines = [header, {"type": "value", "scope": "global", "scope_id": "_", "key": "old",
+                      "value": 1, "revision": 1, "ts": 1, "by": "me", "expires_at": 1000}]
+    async with redismem.RedisMemoryStore(redis_url, namespace=ns) as store:
+        summary = await import_text(store, "\n".join(map(json.dumps, lines)) + "\n", tmp_path)
+        assert summary.kept["value"] == 1
+        assert not (await store.memory.global_scope().get("old")).found
+
+
+def _header(ns: str = "n") -> dict[str, Any]:
+    return {"type": "header", "format": "redismem-export", "version": 1, "namespace": ns}
+
+
+def _value(**change: Any) -> dict[str, Any]:
+    record = {"type": "value", "scope": "session", "scope_id": "s", "key": "k", "value": 1,
+              "revision": 1, "ts": 1, "by": "me", "expires_at": None}
+    record.update(change)
+    return {k: v for k, v in record.items() if v != "DROP"}
+
+
+EVENT = {"id": "e", "thread_id": "t", "user_id": None, "type": "message", "timestamp": 1,
+         "payload": {}, "tags": []}
+MEMORY = {"id": "m", "user_id": "u", "scope": "s", "data": {}, "text": "t", "tags": [],
+          "metadata": {}, "created_at": 1, "updated_at": 1}
+
+GOOD = [_value(key=f"k{i}", revision=50) for i in range(3)]  # lines 2-4 of most cases
+
+
+def _after_good(*records: Any) -> list[Any]:
+    return [_header(), *GOOD, *records]
+
+
+BAD_FILES: list[tuple[str, list[Any], str]] = [
+    ("no header", [*GOOD], "line 1: the first line must be the export header"),
+    ("two headers", _after_good(_header()), "line 5: an export starts with its header"),
+    ("not json", _after_good("{oops"), "line 5: not JSON"),
+    ("a list", _after_good([1, 2]), "line 5: type must be one of"),
+    ("unknown type", _after_good({"type": "blob"}), "line 5: type must be one of"),
+    ("wrong format", [{**_header(), "format": "other"}, *GOOD], "line 1: not a redismem-export"),
+    ("newer version", [{**_header(), "version": 2}, *GOOD], "line 1: not a redismem-export"),
+    ("bad namespace", [_header("a b"), *GOOD], "line 1: namespace must not contain"),
+    ("missing field", _after_good(_value(revision="DROP")),
+     "line 5: a value record needs revision"),
+    ("unknown field", _after_good(_value(colour=1)),
+     "line 5: a value record has unknown fields colour"),
+    ("bad scope", _after_good(_value(scope="team")), "line 5: scope must be one of"),
+    ("global id", _after_good(_value(scope="global", scope_id="x")), "line 5: the global"),
+    ("bad key", _after_good(_value(key="")), "line 5: key must be a non-empty"),
+    ("revision 0", _after_good(_value(revision=0)), "line 5: revision must be an integer"),
+    ("revision text", _after_good(_value(revision="3")), "line 5: revision must be an integer"),
+    ("float ts", _after_good(_value(ts=1.5)), "line 5: ts must be an integer"),
+    ("bad writer", _after_good(_value(by="a:b")), "line 5: principal must not contain"),
+    ("too large", _after_good(_value(value="x" * 2_100_000)), "line 5: value is 2100002 bytes"),
+    ("too large for its settings",
+     [_header(), {"type": "settings", "settings": {"max_value_bytes": 1024}}, *GOOD,
+      _value(value="x" * 2000)], "line 6: value is 2002 bytes of JSON, the limit is 1024"),
+    ("bad setting", [_header(), {"type": "settings", "settings": {"colour": 1}}, *GOOD],
+     "line 2: unknown setting 'colour'"),
+    ("setting bounds", [_header(), {"type": "settings", "settings": {"hnsw_m": 0}}, *GOOD],
+     "line 2: hnsw_m must be between 2 and 512"),
+    ("zero vector", _after_good(_value(type="vector", value="DROP", embedding=[0.0, 0.0],
+                                       metadata={})), "line 5: the zero vector"),
+    ("vector metadata", _after_good(_value(type="vector", value="DROP", embedding=[1.0],
+                                           metadata=[1])), "line 5: metadata must be an object"),
+    ("event fields", _after_good({"type": "event", "event": {**EVENT, "colour": 1}}),
+     "line 5: unknown fields for MemoryEvent: colour"),
+    ("event timestamp", _after_good({"type": "event", "event": {**EVENT, "timestamp": -1}}),
+     "line 5: timestamp must be"),
+    ("memory dims", _after_good({"type": "memory", "memory": MEMORY, "embedding": [1.0, 0.0]}),
+     "line 5: the embedding has dimension 2; memory embeddings here have dimension 3"),
+    ("revisions kind", _after_good({"type": "revisions", "kind": "blob", "scope": "global",
+                                    "scope_id": "_", "revisions": {"k": 1}}),
+     "line 5: kind must be value or vector"),
+    ("revisions empty", _after_good({"type": "revisions", "kind": "value", "scope": "global",
+                                     "scope_id": "_", "revisions": {}}),
+     "line 5: revisions must be an object"),
+    ("session id", _after_good({"type": "session", "id": "a b", "created_at": 1}),
+     "line 5: session id must not contain"),
+]
+
+
+@pytest.mark.parametrize(("name", "records", "message"), BAD_FILES, ids=[c[0] for c in BAD_FILES])
+async def test_a_bad_file_is_refused_before_anything_is_written(
+        source: redismem.RedisMemoryStore, tmp_path: Path, name: str, records: list[Any],
+        message: str) -> None:
+    text = "\n".join(r if isinstance(r, str) else json.dumps(r) for r in records) + "\n"
+    path = tmp_path / "bad.jsonl"
+    path.write_text(text)
+    before = await snapshot(source.memory)
+    with pytest.raises(InvalidExportError) as info:
+        await transfer.check_file(source, path)
+    assert str(info.value).startswith(message), str(info.value)
+    assert await snapshot(source.memory) == before
+
+
+def test_an_empty_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_text("\n")
+    with pytest.raises(InvalidExportError, match="the file is empty"):
+        transfer.read_header(path)
+
+
+async def test_raw_import_functions(rmem: redismem.Memory) -> None:
+    """From redis-cli: an import writes once, with its own revision and writer."""
+    client, ns = rmem.client, rmem.namespace
+    assert await client.execute_command("FCALL", *import_call(ns)) == [4]
+    assert await client.execute_command("FCALL", *import_call(ns)) == [0]
+    assert await client.execute_command("FCALL", *import_call(ns, revision="3")) == [0]
+    got = await rmem.session("s").get("k")
+    assert (got.value, got.revision) == (1, 4)
+    assert await client.hmget(K.value(ns, "session", "s", "k"), "ts", "by") == [b"5", b"me"]
+    assert await client.xlen(K.feed(ns)) == 1
+    assert await client.execute_command("FCALL", *import_call(ns, key="gone",
+                                                              expires="1000")) == [0]
+    vector = import_call(ns, kind="vector", content=(b"\0\0\x80\x3f", '{"c":1}'))
+    assert await client.execute_command("FCALL", *vector) == [4]
+    assert (await rmem.session("s").get_vector("k")).metadata == {"c": 1}
+    raise_args = ["redismem_raise_revisions", 1, K.revisions(ns, "value", "session", "s"), ns,
+                  "session", "s", "value", "k", "9", "other", "2"]
+    assert await client.execute_command("FCALL", *raise_args) == 2
+    assert await client.execute_command("FCALL", *raise_args) == 0
+    assert await rmem.session("s").set("k", 2) == 10
+
+
+# the command line
+
+
+def test_export_import_commands(redis_url: str, source: redismem.RedisMemoryStore,
+                                 tmp_path: Path) -> None:
+    ns = source.namespace
+    out = tmp_path / "dump.jsonl"
+    done = run_script("export", "--namespace", ns, "-o", str(out), url=redis_url)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # no progress bar when stderr is not a terminal
+    assert done.stdout.startswith(f"exported {ns}: 1 header, 1 settings, 2 session, 8 value")
+    assert not list(tmp_path.glob(".*partial"))
+    piped = run_script("export", "--namespace", ns, "--json", url=redis_url)
+    assert piped.stdout.splitlines()[1:] == out.read_text().splitlines()[1:]  # header differs
+    assert json.loads(piped.stderr)["records"]["value"] == 8
+    copy = f"{ns}-cli"
+    first = run_script("import", str(out), "--namespace", copy, "--json", url=redis_url)
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["written"]["value"] == 8
+    again = run_script("import", str(out), "--namespace", copy, url=redis_url)
+    assert again.stdout.startswith(f"imported 35 records into {copy}: wrote nothing; "
+                                   "kept 2 settings, 2 session, 8 value")
+    stdin = subprocess.run([shutil.which("redismem") or "redismem", "import", "-", "--json"],
+                           input=out.read_text(), capture_output=True, text=True, check=False,
+                           env={**os.environ, "REDISMEM_URL": redis_url})
+    assert json.loads(stdin.stdout)["namespace"] == ns  # the header's namespace
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(out.read_text() + "{oops\n")
+    refused = run_script("import", str(bad), "--namespace", copy, url=redis_url)
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1
+    assert "InvalidExportError: line 36: not JSON" in refused.stderr
+    missing = run_script("import", str(tmp_path / "nope.jsonl"), url=redis_url)
+    assert missing.returncode == 1 and "No such file" in missing.stderr
+    assert missing.stderr.count("\n") == 1
+
+
+def test_progress_bar_on_a_terminal(redis_url: str, source: redismem.RedisMemoryStore,
+                                    tmp_path: Path) -> None:
+    exe = shutil.which("redismem")
+    assert exe is not None
+    for args in (["export", "--namespace", source.namespace, "-o", str(tmp_path / "d.jsonl")],
+                 ["import", str(tmp_path / "d.jsonl"), "--namespace", "tty-copy"]):
+        leader, follower = pty.openpty()
+        with subprocess.Popen([exe, *args], stdout=subprocess.PIPE, stderr=follower,
+                              env={**os.environ, "REDISMEM_URL": redis_url}) as proc:
+            os.close(follower)
+            chunks = []
+            while True:
+                try:
+                    chunk = os.read(leader, 4096)
+                except OSError:  # the terminal closed
+                    break
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            assert proc.wait(60) == 0
+        os.close(leader)
+        shown = b"".join(chunks).decode()
+        assert ("exporting" if args[0] == "export" else "importing into tty-copy") in shown
+        assert "100%" in shown
