@@ -19,10 +19,11 @@ import click
 import redis
 
 from . import keys as K
-from . import server, transfer
+from . import server, stats, transfer
+from ._validate import check_id
 from .errors import RedisMemError
-from .functions import bundled
-from .memory import Memory, connect, open_client, resolve_url
+from .functions import Functions, bundled, server_version
+from .memory import MEMORY_URL, Memory, connect, detect_capabilities, open_client, resolve_url
 from .scope import MemoryScope
 from .store import RedisMemoryStore
 from .types import MemoryChangeEvent, RetentionPolicy
@@ -124,26 +125,65 @@ def down(data_dir: str | None, as_json: bool) -> None:
           lambda d: "server stopped" if d["stopped"] else "no server was running")
 
 
+def _status_text(data: dict[str, Any]) -> str:
+    modules = [name for name, on in data["modules"].items() if on]
+    lines = [f"server: {data['url']} ({data['backend']} {data['server_version']}; modules: "
+             f"{', '.join(modules) or 'none'})",
+             f"library: version {data['library_version']} loaded, this package ships "
+             f"{data['bundled_library_version']}",
+             f"vector search: {data['vector_search']}"]
+    if not data["namespaces"]:
+        lines.append("no namespaces")
+    for n in data["namespaces"]:
+        feed = n["feed"]
+        span = (f"sequences {feed['oldest_sequence']}..{feed['last_sequence']}"
+                if feed["oldest_sequence"] else f"last sequence {feed['last_sequence']}")
+        used = "unknown" if n["memory_bytes"] is None else f"{n['memory_bytes']:,} bytes"
+        lines += [f"namespace {n['namespace']}:",
+                  f"  {n['value_keys']} values in {n['value_scopes']} scopes, "
+                  f"{n['vector_keys']} vectors in {n['vector_scopes']} scopes, "
+                  f"{n['sessions']} sessions",
+                  f"  {n['threads']} threads ({n['thread_events']} events), "
+                  f"{n['long_term_memories']} long-term memories",
+                  f"  feed: {feed['length']} events, {span}",
+                  f"  memory: {n['keys']} keys, {used}"]
+        lines += [f"  index {name}: {i['docs']} docs, {i['vector_mb']} MB vectors, "
+                  f"{i['index_mb']} MB other" for name, i in n["indexes"].items()]
+    return "\n".join(lines)
+
+
 @main.command()
 @url_option
-@namespace_option
+@click.option("--namespace", "-n", default=None,
+              help="Only this namespace (default: every namespace on the server).")
 @json_option
-def status(url: str | None, namespace: str, as_json: bool) -> None:
-    """Server version, modules, library version and capabilities."""
+def status(url: str | None, namespace: str | None, as_json: bool) -> None:
+    """Server, modules, library version, capabilities and, per namespace,
+    keys, threads, feed, indexes and memory used. Only reads (loads nothing)."""
 
     async def run() -> dict[str, Any]:
-        async with await connect(url, namespace=namespace) as mem:
-            caps = mem.capabilities
-            return {
-                "url": await resolve_url(url), "namespace": mem.namespace,
-                "backend": caps.backend, "server_version": caps.server_version,
-                "modules": {"search": caps.search, "json": caps.json},
-                "library_version": caps.library_version,
-                "vector_search": caps.vector_search, "settings": await mem.settings(),
-            }
+        resolved = await resolve_url(url)
+        client = await open_client(resolved)
+        try:
+            loaded = await server_version(client)
+            caps = await detect_capabilities(
+                client, "memory" if resolved.startswith(MEMORY_URL) else "redis", loaded or 0)
+            names = ([check_id("namespace", namespace)] if namespace
+                     else await stats.namespaces(client))
+            found = []
+            for ns in names:
+                found.append(await stats.namespace_stats(client, ns))
+                found[-1]["settings"] = (await Functions(client).get_config([K.config(ns)], ns)
+                                         if loaded else None)
+            return {"url": resolved, "backend": caps.backend,
+                    "server_version": caps.server_version,
+                    "modules": {"search": caps.search, "json": caps.json},
+                    "library_version": loaded, "bundled_library_version": bundled().version,
+                    "vector_search": caps.vector_search, "namespaces": found}
+        finally:
+            await client.aclose()
 
-    data = _run(run())
-    _emit(data, as_json, lambda d: "\n".join(f"{k}: {v}" for k, v in d.items()))
+    _emit(_run(run()), as_json, _status_text)
 
 
 @main.command("load-functions")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -46,4 +47,14 @@ async def mem(request: pytest.FixtureRequest, ns: str) -> AsyncIterator[redismem
         yield memory
 
 
-
+@pytest.fixture
+def plain_redis(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Debian's redis-server (no search module), which .ci/run installs."""
+    binary = Path("/usr/bin/redis-server")
+    assert binary.exists(), "Debian's redis-server is needed: apt-get install redis-server"
+    monkeypatch.setenv("REDISMEM_REDIS_SERVER", str(binary))
+    monkeypatch.setenv("REDISMEM_MODULES", "")
+    server = EmbeddedServer(tmp_path / "plain")
+    state = server.start()
+    yield state.url
+    server.stop()

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from collections.abc import AsyncIterator
 from dataclasses import asdict
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +13,6 @@ import pytest
 import redismem
 from redismem import keys as K
 from redismem import vectors as V
-from redismem.server import EmbeddedServer
 
 from .helpers import snapshot
 
@@ -271,19 +268,6 @@ async def test_hnsw_agrees_with_exact(rmem: redismem.Memory) -> None:
         scores = normed @ (q / np.linalg.norm(q))
         exact.append([f"v{i:04d}" for i in np.argsort(-scores)[:10]])
     assert recall(indexed, exact) >= 0.95
-
-
-@pytest.fixture
-async def plain_redis(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[str]:
-    """Debian's redis-server (no search module), which .ci/run installs."""
-    binary = Path("/usr/bin/redis-server")
-    assert binary.exists(), "Debian's redis-server is needed: apt-get install redis-server"
-    monkeypatch.setenv("REDISMEM_REDIS_SERVER", str(binary))
-    monkeypatch.setenv("REDISMEM_MODULES", "")
-    server = EmbeddedServer(tmp_path / "plain")
-    state = server.start()
-    yield state.url
-    server.stop()
 
 
 async def test_exact_fallback_without_search_module(plain_redis: str) -> None:
