@@ -8,6 +8,7 @@ import dataclasses
 import fnmatch
 import functools
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -93,7 +94,36 @@ def _with_memory(fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
     return wrapper
 
 
-@click.group()
+class _Group(click.Group):
+    """The command group; every error, usage errors included, is one line on
+    stderr and a non-zero exit code, never a traceback (``REDISMEM_DEBUG=1``
+    shows the traceback of an unexpected one)."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        run: Any = super().main  # typed as never returning when standalone
+        if not standalone_mode:
+            return run(*args, standalone_mode=False, **kwargs)
+        try:
+            result = run(*args, standalone_mode=False, **kwargs)
+        except click.exceptions.Abort:
+            click.echo("Error: aborted", err=True)
+            sys.exit(1)
+        except click.ClickException as exc:
+            hint = ""
+            if isinstance(exc, click.UsageError) and exc.ctx is not None:
+                hint = f" (see {exc.ctx.command_path} --help)"
+            click.echo(f"Error: {exc.format_message()}{hint}", err=True)
+            sys.exit(exc.exit_code)
+        except Exception as exc:
+            if os.environ.get("REDISMEM_DEBUG"):
+                raise
+            click.echo(f"Error: unexpected {type(exc).__name__}: {exc} "
+                       "(REDISMEM_DEBUG=1 shows the traceback)", err=True)
+            sys.exit(1)
+        sys.exit(result if isinstance(result, int) else 0)
+
+
+@click.group(cls=_Group)
 @click.version_option(package_name="redismem")
 def main() -> None:
     """redismem: shared, durable memory for fleets of agent workers, in Redis."""
@@ -120,7 +150,10 @@ def up(data_dir: str | None, appendfsync: Any, as_json: bool) -> None:
 @json_option
 def down(data_dir: str | None, as_json: bool) -> None:
     """Stop the embedded server cleanly."""
-    stopped = server.EmbeddedServer(data_dir).stop()
+    try:
+        stopped = server.EmbeddedServer(data_dir).stop()
+    except (RedisMemError, OSError) as exc:
+        raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
     _emit({"stopped": stopped}, as_json,
           lambda d: "server stopped" if d["stopped"] else "no server was running")
 
@@ -410,17 +443,13 @@ async def changes(mem: Memory, scope_spec: str | None, after: int, patterns: tup
 
 @main.command()
 @url_option
-@click.argument("namespace", default="default")
+@namespace_option
 @json_option
-def trim(url: str | None, namespace: str, as_json: bool) -> None:
-    """Drop change events of NAMESPACE older than its retention now."""
-
-    async def run() -> int:
-        async with await connect(url, namespace=namespace) as mem:
-            return await mem.trim_feed()
-
-    dropped = _run(run())
-    _emit({"namespace": namespace, "trimmed": dropped}, as_json,
+@_with_memory
+async def trim(mem: Memory, as_json: bool) -> None:
+    """Drop change events older than the namespace's retention now."""
+    dropped = await mem.trim_feed()
+    _emit({"namespace": mem.namespace, "trimmed": dropped}, as_json,
           lambda d: f"trimmed {d['trimmed']} events from {d['namespace']}")
 
 
@@ -628,11 +657,27 @@ async def demo(mem: Memory, as_json: bool) -> None:
 
 
 @main.command()
-def version() -> None:
-    """The package and bundled Lua library versions."""
+@click.option("--url", envvar="REDISMEM_URL", default=None,
+              help="Also report this server's library version (default: $REDISMEM_URL).")
+@json_option
+def version(url: str | None, as_json: bool) -> None:
+    """The package and bundled Lua library versions (and a server's, with --url)."""
     from . import __version__
 
-    click.echo(f"redismem {__version__}, Lua library version {bundled().version}")
+    data: dict[str, Any] = {"redismem": __version__, "library_version": bundled().version}
+    if url:
+        async def loaded() -> int | None:
+            client = await open_client(url)
+            try:
+                return await server_version(client)
+            finally:
+                await client.aclose()
+
+        data["url"], data["server_library_version"] = url, _run(loaded())
+    _emit(data, as_json, lambda d: f"redismem {d['redismem']}, Lua library version "
+                                   f"{d['library_version']}" + (
+                                       f"; {d['url']} runs library version "
+                                       f"{d['server_library_version']}" if "url" in d else ""))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -126,7 +126,7 @@ def test_changes_and_trim(redis_url: str, ns: str) -> None:
     assert len(out.output.splitlines()) == 1 and "task:1" in out.output
     out = runner.invoke(main, ["changes", *base, "--after", "2", "--json"])
     assert [json.loads(line)["sequence"] for line in out.output.splitlines()] == [3]
-    out = runner.invoke(main, ["trim", "--url", redis_url, ns, "--json"])
+    out = runner.invoke(main, ["trim", "--url", redis_url, "--namespace", ns, "--json"])
     assert json.loads(out.output) == {"namespace": ns, "trimmed": 0}
 
 

@@ -1,0 +1,139 @@
+"""Every command of the console script, run in a subprocess against the
+embedded server: it works with --json, and fails with one line and a
+non-zero exit code."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+
+import redismem
+from redismem.cli import main
+
+from .test_cli import run_script
+from .test_transfer import seed
+
+UNREACHABLE = "redis://127.0.0.1:1/0"
+
+
+def leaf_commands(group: click.Group = main, path: tuple[str, ...] = ()
+                  ) -> Iterator[tuple[tuple[str, ...], click.Command]]:
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            yield from leaf_commands(command, (*path, name))
+        else:
+            yield (*path, name), command
+
+
+def json_lines(text: str) -> list[Any]:
+    return [json.loads(line) for line in text.splitlines()]
+
+
+@pytest.fixture(scope="module")
+def seeded(redis_server: Any) -> str:
+    ns = "commands"
+
+    async def fill() -> None:
+        async with redismem.RedisMemoryStore(redis_server.url, namespace=ns) as store:
+            await seed(store)
+
+    asyncio.run(fill())
+    return ns
+
+
+def cases(ns: str, tmp: Path) -> dict[tuple[str, ...], tuple[list[str], Callable[[str], Any]]]:
+    """Per command: arguments that succeed, and a check of the --json output."""
+    n = ["--namespace", ns]
+    s1 = [*n, "--scope", "session:s1"]
+    dump = str(tmp / "dump.jsonl")
+    return {
+        ("up",): (["--data-dir", str(tmp / "d"), "--json"],
+                  lambda out: json.loads(out)["url"].startswith("redis://127.0.0.1:")),
+        ("down",): (["--data-dir", str(tmp / "d"), "--json"],
+                    lambda out: json.loads(out) == {"stopped": True}),
+        ("status",): ([*n, "--json"],
+                      lambda out: json.loads(out)["namespaces"][0]["value_keys"] == 8),
+        ("version",): (["--json"], lambda out: json.loads(out)["library_version"] >= 13),
+        ("load-functions",): (["--json"], lambda out: json.loads(out)["action"] == "unchanged"),
+        ("set",): ([*s1, "cli", '{"a": 1}', "--json"],
+                   lambda out: json.loads(out) == {"key": "cli", "revision": 1}),
+        ("get",): ([*s1, "cli", "--json"], lambda out: json.loads(out)["value"] == {"a": 1}),
+        ("keys",): ([*s1, "--json"], lambda out: "cli" in json.loads(out)),
+        ("del",): ([*s1, "cli", "--json"], lambda out: json.loads(out)["deleted"] is True),
+        ("changes",): ([*n, "--after", "1", "--json"],
+                       lambda out: json_lines(out)[0]["sequence"] == 2),
+        ("trim",): ([*n, "--json"], lambda out: json.loads(out)["trimmed"] == 0),
+        ("export",): ([*n, "-o", dump, "--json"],
+                      lambda out: json.loads(out)["records"]["value"] == 8),
+        ("import",): ([dump, "--namespace", f"{ns}-copy", "--json"],
+                      lambda out: json.loads(out)["written"]["vector"] == 4),
+        ("vectors", "list"): ([*s1, "--json"],
+                              lambda out: json.loads(out) == ["blue", "teal", "tiny"]),
+        ("vectors", "get"): ([*s1, "blue", "--json"],
+                             lambda out: json.loads(out)["embedding"] == [1.0, 0.0, 0.0]),
+        ("vectors", "search"): ([*s1, "[1, 0, 0]", "--top-k", "1", "--json"],
+                                lambda out: json.loads(out)[0]["key"] == "blue"),
+        ("vectors", "delete"): ([*s1, "teal", "--json"],
+                                lambda out: json.loads(out)["deleted"] is True),
+        ("threads", "list"): ([*n, "--json"],
+                              lambda out: [t["thread_id"] for t in json.loads(out)] == [
+                                  "chat", "other"]),
+        ("threads", "show"): ([*n, "chat", "--limit", "2", "--json"],
+                              lambda out: [e["id"] for e in json.loads(out)] == ["e10", "e11"]),
+        ("threads", "compact"): ([*n, "chat", "--max-events", "5", "--json"],
+                                 lambda out: json.loads(out) == {"events_removed": 7,
+                                                                 "events_kept": 5}),
+        ("ltm", "list"): ([*n, "--user", "u1", "--json"],
+                          lambda out: [m["id"] for m in json.loads(out)] == ["m1", "m0"]),
+        ("ltm", "search"): ([*n, "--user", "u1", "generators", "--json"],
+                            lambda out: [m["id"] for m in json.loads(out)] == ["m0"]),
+        ("demo",): (["--namespace", f"{ns}-demo", "--json"],
+                    lambda out: json.loads(out)["revision"] == 3),
+    }
+
+
+def test_every_command_works_through_the_console_script(redis_url: str, seeded: str,
+                                                        tmp_path: Path) -> None:
+    table = cases(seeded, tmp_path)
+    assert set(table) == {path for path, _ in leaf_commands()}, "a command without a case"
+    for path, (args, check) in table.items():  # in order: up before down, set before get
+        url = None if path in (("up",), ("down",)) else redis_url
+        done = run_script(*path, *args, url=url)
+        assert done.returncode == 0, (path, done.stderr)
+        assert check(done.stdout), (path, done.stdout)
+
+
+def test_every_command_fails_in_one_line(redis_url: str, tmp_path: Path) -> None:
+    """Unreachable server for the commands that connect, bad options for the rest."""
+    runs: list[tuple[tuple[str, ...], list[str], str]] = []
+    for path, command in leaf_commands():
+        required = [p for p in command.params if isinstance(p, click.Argument) and p.required]
+        filler = {"value": "1", "query": "[1, 0]", "file": str(tmp_path / "missing.jsonl")}
+        args = [filler.get(p.name or "", "x") for p in required]
+        if any(p.name == "url" for p in command.params):
+            expected = "Error 111" if path != ("import",) else "No such file"
+            runs.append((path, ["--url", UNREACHABLE, *args], expected))
+        else:
+            runs.append((path, ["--data-dir", "/proc/version"], "Error: "))
+    at = ["--url", redis_url]
+    runs += [(("get",), [*at, "--scope", "team:x", "k"], "--scope: the kind must be one of"),
+             (("set",), [*at, "k"], "Missing argument 'VALUE'"),
+             (("nosuch",), [], "No such command 'nosuch'"),
+             (("vectors", "search"), [*at, "[1, 0]", "--top-k", "many"], "'many' is not a valid"),
+             (("threads", "show"), [*at, "bad:thread"], "InvalidIdError"),
+             (("import",), [*at, str(tmp_path)], "is a directory")]
+    with ThreadPoolExecutor(4) as pool:
+        done = list(pool.map(lambda run: run_script(*run[0], *run[1]), runs))
+    for (path, args, expected), result in zip(runs, done, strict=True):
+        assert result.returncode != 0, (path, args)
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("Error: "), (path, result.stderr)
+        assert expected in lines[0], (path, lines[0])
+        assert "Traceback" not in result.stderr and result.stdout == "", path
