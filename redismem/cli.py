@@ -465,6 +465,26 @@ def _json_arg(text: str, what: str) -> Any:
         raise click.ClickException(f"{what} is not valid JSON: {exc}") from None
 
 
+@vectors.command("set")
+@scoped_options
+@click.option("--metadata", "metadata_json", default=None,
+              help='A JSON object: \'{"colour": "blue"}\'.')
+@click.option("--ttl", type=float, default=None, help="Expire after this many seconds.")
+@click.option("--expected-revision", type=int, default=None, help="Write only at this revision.")
+@click.argument("key")
+@click.argument("embedding")
+@_with_memory
+async def vectors_set(mem: Memory, scope_spec: str, key: str, embedding: str,
+                      metadata_json: str | None, ttl: float | None,
+                      expected_revision: int | None, as_json: bool) -> None:
+    """Store the vector KEY; EMBEDDING is a JSON array of numbers."""
+    revision = await _scope(mem, scope_spec).set_vector(
+        key, _json_arg(embedding, "EMBEDDING"),
+        _json_arg(metadata_json, "--metadata") if metadata_json else None,
+        expected_revision=expected_revision, ttl_seconds=ttl)
+    _emit({"key": key, "revision": revision}, as_json, lambda d: f"revision {d['revision']}")
+
+
 @vectors.command("list")
 @scoped_options
 @click.option("--prefix", default=None, help="Only keys starting with this.")

@@ -74,8 +74,10 @@ def cases(ns: str, tmp: Path) -> dict[tuple[str, ...], tuple[list[str], Callable
                       lambda out: json.loads(out)["records"]["value"] == 8),
         ("import",): ([dump, "--namespace", f"{ns}-copy", "--json"],
                       lambda out: json.loads(out)["written"]["vector"] == 4),
+        ("vectors", "set"): ([*s1, "green", "[0, 1, 0.5]", "--metadata", '{"colour": "green"}',
+                              "--json"], lambda out: json.loads(out)["revision"] == 1),
         ("vectors", "list"): ([*s1, "--json"],
-                              lambda out: json.loads(out) == ["blue", "teal", "tiny"]),
+                              lambda out: json.loads(out) == ["blue", "green", "teal", "tiny"]),
         ("vectors", "get"): ([*s1, "blue", "--json"],
                              lambda out: json.loads(out)["embedding"] == [1.0, 0.0, 0.0]),
         ("vectors", "search"): ([*s1, "[1, 0, 0]", "--top-k", "1", "--json"],
@@ -115,7 +117,8 @@ def test_every_command_fails_in_one_line(redis_url: str, tmp_path: Path) -> None
     runs: list[tuple[tuple[str, ...], list[str], str]] = []
     for path, command in leaf_commands():
         required = [p for p in command.params if isinstance(p, click.Argument) and p.required]
-        filler = {"value": "1", "query": "[1, 0]", "file": str(tmp_path / "missing.jsonl")}
+        filler = {"value": "1", "query": "[1, 0]", "embedding": "[1, 0]",
+                  "file": str(tmp_path / "missing.jsonl")}
         args = [filler.get(p.name or "", "x") for p in required]
         if any(p.name == "url" for p in command.params):
             expected = "Error 111" if path != ("import",) else "No such file"
@@ -128,6 +131,8 @@ def test_every_command_fails_in_one_line(redis_url: str, tmp_path: Path) -> None
              (("nosuch",), [], "No such command 'nosuch'"),
              (("vectors", "search"), [*at, "[1, 0]", "--top-k", "many"], "'many' is not a valid"),
              (("threads", "show"), [*at, "bad:thread"], "InvalidIdError"),
+             (("vectors", "set"), [*at, "k", "[0, 0]"], "the zero vector has no direction"),
+             (("vectors", "set"), [*at, "k", "[1]", "--metadata", "[]"], "InvalidMetadataError"),
              (("import",), [*at, str(tmp_path)], "is a directory")]
     with ThreadPoolExecutor(4) as pool:
         done = list(pool.map(lambda run: run_script(*run[0], *run[1]), runs))
