@@ -4,6 +4,7 @@
     python scripts/bench.py feed [--n 2000] [--url URL] [--json]
     python scripts/bench.py vectors [--n 100000] [--index hnsw|flat] [--url URL] [--json]
     python scripts/bench.py store [--n 10000] [--url URL] [--json]
+    python scripts/bench.py transfer [--n 50000] [--url URL] [--json]
 
 Without --url a fresh embedded server is started in a temporary directory
 (AOF on, appendfsync everysec) and stopped afterwards. Figures are ops/s of
@@ -333,6 +334,89 @@ async def bench_store(url: str, n: int) -> list[dict[str, Any]]:
     return rows
 
 
+async def bench_transfer(url: str, n: int) -> list[dict[str, Any]]:
+    """Export and import of n values, n/10 vectors (64-d) and n thread events,
+    against raw redis-py reading (pipelined HGETALL, XRANGE) and writing
+    (pipelined HSET, XADD) the same records in pages of 500."""
+    import io
+    import pathlib
+
+    from redismem import transfer
+
+    ns = "bench" + uuid.uuid4().hex[:8]
+    raw = Redis.from_url(url)
+    rng = np.random.default_rng(5)
+    rows: list[dict[str, Any]] = []
+    async with redismem.RedisMemoryStore(url, namespace=ns, principal="bench") as store:
+        mem = store.memory
+        for s in range(10):
+            scope = mem.session(f"s{s}")
+            for first in range(0, n // 10, 1000):
+                await scope.set_many({f"k{i}": {"note": "pack passports", "i": i}
+                                      for i in range(first, min(first + 1000, n // 10))})
+        data = rng.normal(size=(n // 10, 64)).astype(np.float32)
+        for first in range(0, len(data), 1000):
+            await mem.session("v").set_vectors(
+                [(f"v{i}", data[i], {"i": i}) for i in range(first, min(first + 1000,
+                                                                        len(data)))])
+        for first in range(0, n, 1000):
+            await store.append_events("t", [
+                redismem.MemoryEvent(f"e{i}", "t", None, "message", i, {"i": i})
+                for i in range(first, min(first + 1000, n))])
+        records = n + n // 10 + n
+
+        out = io.StringIO()
+        start = time.perf_counter()
+        await transfer.export_namespace(mem, out.write)
+        export_rate = records / (time.perf_counter() - start)
+        keys = ([K.value(ns, "session", f"s{s}", f"k{i}") for s in range(10)
+                 for i in range(n // 10)] + [K.vector(ns, "session", "v", f"v{i}")
+                                              for i in range(n // 10)])
+        start = time.perf_counter()
+        for first in range(0, len(keys), 500):
+            pipe = raw.pipeline(transaction=False)
+            for key in keys[first:first + 500]:
+                pipe.hgetall(key)
+            await pipe.execute()
+        cursor = "-"
+        while entries := await raw.xrange(K.thread_events(ns, "t"), cursor, "+", count=1000):
+            cursor = "(" + entries[-1][0].decode()
+        raw_read_rate = records / (time.perf_counter() - start)
+        rows.append({"op": f"export ({records:,} records)", "raw": "pipelined HGETALL + XRANGE",
+                     "raw_ops": raw_read_rate, "redismem_ops": export_rate, "target": None})
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = pathlib.Path(tmp) / "dump.jsonl"
+            path.write_text(out.getvalue())
+            async with redismem.RedisMemoryStore(url, namespace=ns + "-copy",
+                                                 principal="bench") as copy:
+                start = time.perf_counter()
+                await transfer.check_file(copy, path)
+                await transfer.import_file(copy, path)
+                import_rate = records / (time.perf_counter() - start)
+                start = time.perf_counter()
+                await transfer.check_file(copy, path)
+                summary = await transfer.import_file(copy, path)
+                again_rate = records / (time.perf_counter() - start)
+                assert sum(summary.written.values()) == 0
+        lines = out.getvalue().splitlines()[1:]
+        start = time.perf_counter()
+        for first in range(0, len(lines), 500):
+            pipe = raw.pipeline(transaction=False)
+            for j, line in enumerate(lines[first:first + 500]):
+                pipe.hset(f"rawimp:{ns}:{first + j}", mapping={"r": line})
+            await pipe.execute()
+        raw_write_rate = len(lines) / (time.perf_counter() - start)
+        rows.append({"op": "import (check + write)", "raw": "pipelined HSET of each line",
+                     "raw_ops": raw_write_rate, "redismem_ops": import_rate, "target": None})
+        rows.append({"op": "import again (all kept)", "raw": "pipelined HSET of each line",
+                     "raw_ops": raw_write_rate, "redismem_ops": again_rate, "target": None})
+        async for key in raw.scan_iter(match=f"rawimp:{ns}:*", count=1000):
+            await raw.delete(key)
+    await raw.aclose()
+    return rows
+
+
 def vectors_table(rows: list[dict[str, Any]]) -> str:
     lines = ["| measurement | result | target |", "|---|---|---|"]
     lines += [f"| {row['op']} | {row['value']} | {row['target']} |" for row in rows]
@@ -368,7 +452,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("suite", choices=["kv", "feed", "vectors", "store"])
+    parser.add_argument("suite", choices=["kv", "feed", "vectors", "store", "transfer"])
     parser.add_argument("--n", type=int, default=None,
                         help="operations per measurement (default: kv 10000, feed 2000)")
     parser.add_argument("--url", default=None, help="benchmark this server instead")
@@ -376,9 +460,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="vectors: the namespace's vector_index setting")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    n = args.n or {"kv": 10_000, "feed": 2000, "vectors": 100_000, "store": 10_000}[args.suite]
+    n = args.n or {"kv": 10_000, "feed": 2000, "vectors": 100_000, "store": 10_000,
+                   "transfer": 50_000}[args.suite]
     suites = {"kv": (bench_kv, table), "feed": (bench_feed, feed_table),
-              "vectors": (bench_vectors, vectors_table), "store": (bench_store, vectors_table)}
+              "vectors": (bench_vectors, vectors_table), "store": (bench_store, vectors_table),
+              "transfer": (bench_transfer, table)}
     run, render = suites[args.suite]
     with server_url(args.url) as url:
         rows = asyncio.run(bench_vectors(url, n, args.index) if args.suite == "vectors"
