@@ -32,11 +32,7 @@ local function import_values(keys, args)
   local items, seen = {}, {}
   for i = 1, count do
     local base = 6 * i - 1
-    local key = check_key(args[base])
-    if seen[key] then
-      fail('INVALID_ARGUMENT', 'key ' .. show(key) .. ' appears twice in one call')
-    end
-    seen[key] = true
+    local key = batch_key(seen, args[base])
     local item = imported_args(args, base + 2)
     item.key = key
     item.value_key = expect_key(keys, 6 + i, SCHEMA.value(c, key))
@@ -50,9 +46,7 @@ local function import_values(keys, args)
   for i, item in ipairs(items) do
     written[i] = import_entry(w, item.value_key, item.key, item, {'v', item.json}, item.json)
   end
-  if w.first_seq then
-    trim_after_writes(w.feed, w.config, w.now, w.first_seq, w.last_seq)
-  end
+  finish_writes(w)
   return written
 end
 

@@ -35,11 +35,7 @@ local function import_vectors(keys, args)
   local items, seen = {}, {}
   for i = 1, count do
     local base = 7 * i - 2
-    local key = check_key(args[base])
-    if seen[key] then
-      fail('INVALID_ARGUMENT', 'key ' .. show(key) .. ' appears twice in one call')
-    end
-    seen[key] = true
+    local key = batch_key(seen, args[base])
     local item = imported_args(args, base + 3)
     item.key = key
     item.vector_key = expect_key(keys, 7 + i, SCHEMA.vector(c, key))
@@ -57,9 +53,7 @@ local function import_vectors(keys, args)
       recount_dim(dims_key, old_dim, item.dim)
     end
   end
-  if w.first_seq then
-    trim_after_writes(w.feed, w.config, w.now, w.first_seq, w.last_seq)
-  end
+  finish_writes(w)
   return written
 end
 

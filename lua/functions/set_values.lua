@@ -31,11 +31,7 @@ local function set_values(keys, args)
   local items, seen = {}, {}
   for i = 1, count do
     local base = 3 + 3 * i
-    local key = check_key(args[base])
-    if seen[key] then
-      fail('INVALID_ARGUMENT', 'key ' .. show(key) .. ' appears twice in one call')
-    end
-    seen[key] = true
+    local key = batch_key(seen, args[base])
     local value_key = expect_key(keys, 6 + i, SCHEMA.value(c, key))
     local json = check_json(args[base + 1], limit)
     local expected = parse_expected(args[base + 2])
@@ -50,7 +46,7 @@ local function set_values(keys, args)
   for i, item in ipairs(items) do
     revisions[i] = store_entry(w, item.value_key, item.key, item.current, {'v', item.json}, item.json)
   end
-  trim_after_writes(w.feed, w.config, w.now, w.first_seq, w.last_seq)
+  finish_writes(w)
   return revisions
 end
 

@@ -33,11 +33,7 @@ local function set_vectors(keys, args)
   local items, seen = {}, {}
   for i = 1, count do
     local base = 2 + 4 * i
-    local key = check_key(args[base])
-    if seen[key] then
-      fail('INVALID_ARGUMENT', 'key ' .. show(key) .. ' appears twice in one call')
-    end
-    seen[key] = true
+    local key = batch_key(seen, args[base])
     local vector_key = expect_key(keys, 7 + i, SCHEMA.vector(c, key))
     local fields, dim = vector_fields(args[base + 1], args[base + 2], scope_tag)
     local expected = parse_expected(args[base + 3])
@@ -55,7 +51,7 @@ local function set_vectors(keys, args)
     recount_dim(dims_key, item.old_dim, item.dim)
     revisions[i] = store_entry(w, item.vector_key, item.key, item.current, item.fields, nil)
   end
-  trim_after_writes(w.feed, w.config, w.now, w.first_seq, w.last_seq)
+  finish_writes(w)
   return revisions
 end
 

@@ -59,6 +59,23 @@ local function scope_writer(keys, first, c, kind, principal)
           config = expect_key(keys, first + 5, SCHEMA.config(c))}
 end
 
+-- A batch item's key, checked, and not already in this call (`seen`).
+local function batch_key(seen, text)
+  local key = check_key(text)
+  if seen[key] then
+    fail('INVALID_ARGUMENT', 'key ' .. show(key) .. ' appears twice in one call')
+  end
+  seen[key] = true
+  return key
+end
+
+-- After a write call's entries: trim the feed if they appended events.
+local function finish_writes(w)
+  if w.first_seq then
+    trim_after_writes(w.feed, w.config, w.now, w.first_seq, w.last_seq)
+  end
+end
+
 -- Give an entry its expiry (absolute ms; nil = none) and list its name.
 -- `existed`: the hash was there before this write (a new one has no expiry
 -- to clear).
