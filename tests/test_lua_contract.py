@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -14,6 +15,8 @@ from redismem import functions, limits, transfer
 from redismem.functions import Functions, assemble, ensure_library
 from redismem.memory import open_client
 from redismem.server import EmbeddedServer
+
+from .test_cli import run_script
 
 LUA = functions.lua_dir()
 FUNCTION_FILES = sorted((LUA / "functions").glob("*.lua"))
@@ -223,6 +226,22 @@ async def test_library_versioning(lone_client: Any) -> None:
     assert int(await client.fcall_ro("redismem_version", 0)) == bundled + 1  # left alone
     forced = await ensure_library(client, force=True)
     assert (forced.action, forced.previous) == ("replaced", bundled + 1)
+
+
+async def test_load_functions_command_reports_the_version_replaced(lone_client: Any) -> None:
+    url, client = lone_client
+    bundled = functions.bundled().version
+    await client.function_load(fake_library(bundled - 1))
+    done = run_script("load-functions", "--url", url)
+    assert done.stdout.strip() == f"replaced: library version {bundled} (was {bundled - 1})"
+    await client.function_load(fake_library(bundled + 3), replace=True)
+    refused = run_script("load-functions", "--url", url)
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1
+    assert f"LibraryVersionError: the server runs redismem Lua library version {bundled + 3}" in (
+        refused.stderr)
+    forced = run_script("load-functions", "--url", url, "--force", "--json")
+    assert json.loads(forced.stdout) == {"action": "replaced", "previous": bundled + 3,
+                                         "version": bundled}
 
 
 async def test_flushall_keeps_functions(lone_client: Any) -> None:
