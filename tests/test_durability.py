@@ -61,3 +61,23 @@ async def test_crash_with_appendfsync_always_loses_nothing(tmp_path: Path) -> No
     assert server.state() is None
     await check_history(server.start().url, feed_ids)
     server.stop()
+
+
+async def test_an_acknowledged_import_survives_a_crash(redis_url: str, tmp_path: Path) -> None:
+    """An import is writes like any other: with appendfsync always, a SIGKILL
+    right after it loses nothing, indexes included."""
+    from .test_transfer import export_text, import_text, reads, seed
+
+    async with redismem.RedisMemoryStore(redis_url, namespace="dur-src") as source:
+        await seed(source)
+        text = await export_text(source)
+        before = await reads(source)
+    server = EmbeddedServer(tmp_path / "data", appendfsync="always")
+    url = server.start().url
+    async with redismem.RedisMemoryStore(url, namespace="dur-src") as target:
+        await import_text(target, text, tmp_path)
+    server.kill()
+    url = server.start().url
+    async with redismem.RedisMemoryStore(url, namespace="dur-src") as target:
+        assert await reads(target) == before
+    server.stop()
