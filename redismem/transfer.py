@@ -501,20 +501,25 @@ class _Writer:
         self.group: tuple[str, ...] | None = None
         self.rows: list[Row] = []
         self.size = 0
+        self.names: set[str] = set()
 
     async def add(self, row: Row) -> None:
+        # a key twice in one call is refused by Lua: a repeated key starts a new batch
+        name = row.args[0] if row.group[0] in KINDS else None
         if row.group != self.group or len(self.rows) >= limits.MAX_BATCH or (
-            self.size + row.size > _BATCH_BYTES
+            self.size + row.size > _BATCH_BYTES or name in self.names
         ):
             await self.flush()
             self.group = row.group
         self.rows.append(row)
         self.size += row.size
+        if name is not None:
+            self.names.add(name)
 
     async def flush(self) -> None:
         if self.rows and self.group is not None:
             await getattr(self, "_" + self.group[0])(*self.group[1:])
-        self.rows, self.size = [], 0
+        self.rows, self.size, self.names = [], 0, set()
 
     async def _header(self) -> None:
         pass

@@ -222,6 +222,21 @@ async def test_an_expired_record_is_not_imported(redis_url: str, ns: str, tmp_pa
         assert not (await store.memory.global_scope().get("old")).found
 
 
+async def test_a_key_twice_in_a_file_keeps_the_later_revision(redis_url: str, ns: str,
+                                                                tmp_path: Path) -> None:
+    header = {"type": "header", "format": "redismem-export", "version": 1, "namespace": ns}
+    entry = {"type": "value", "scope": "global", "scope_id": "_", "key": "k", "ts": 1,
+             "by": "me", "expires_at": None}
+    lines = [header, {**entry, "value": "second", "revision": 2},
+             {**entry, "value": "first", "revision": 1}, {**entry, "key": "other", "value": 0,
+                                                         "revision": 1}]
+    async with redismem.RedisMemoryStore(redis_url, namespace=ns) as store:
+        summary = await import_text(store, "\n".join(map(json.dumps, lines)) + "\n", tmp_path)
+        assert (summary.written["value"], summary.kept["value"]) == (2, 1)
+        got = await store.memory.global_scope().get("k")
+        assert (got.value, got.revision) == ("second", 2)
+
+
 def _header(ns: str = "n") -> dict[str, Any]:
     return {"type": "header", "format": "redismem-export", "version": 1, "namespace": ns}
 
