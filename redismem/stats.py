@@ -20,20 +20,21 @@ from . import vectors as V
 _KINDS: tuple[K.Kind, ...] = ("value", "vector")
 
 
-async def _scan(client: Any, pattern: str) -> list[str]:
+async def scan_keys(client: Any, pattern: str) -> list[str]:
+    """The names of the keys matching a SCAN pattern, sorted, without repeats."""
     return sorted({key.decode() async for key in client.scan_iter(match=pattern, count=1000)})
 
 
 async def namespaces(client: Redis) -> list[str]:
     """Every namespace with at least one key on the server, sorted."""
-    found = {K.namespace_of(key) for key in await _scan(client, K.ALL_NAMESPACES)}
+    found = {K.namespace_of(key) for key in await scan_keys(client, K.ALL_NAMESPACES)}
     return sorted(ns for ns in found if ns is not None)
 
 
 async def _live_names(client: Any, ns: str, kind: K.Kind, now_ms: int) -> tuple[int, int]:
     """(live key names, scopes holding any) of one kind: names listed minus
     those whose expiry has passed but which no writer has pruned yet."""
-    scopes = [K.scope_of(ns, key) for key in await _scan(client, K.names_pattern(ns, kind))]
+    scopes = [K.scope_of(ns, key) for key in await scan_keys(client, K.names_pattern(ns, kind))]
     pipe = client.pipeline(transaction=False)
     for scope, sid in scopes:
         pipe.zcard(K.names(ns, kind, scope, sid))
@@ -88,13 +89,13 @@ async def namespace_stats(client: Redis, ns: str) -> dict[str, Any]:
     for thread in threads:
         pipe.xlen(K.thread_events(ns, thread))
     events = sum(await pipe.execute()) if threads else 0
-    users = [K.user_of(ns, key) for key in await _scan(raw, K.memories_pattern(ns))]
+    users = [K.user_of(ns, key) for key in await scan_keys(raw, K.memories_pattern(ns))]
     pipe = raw.pipeline(transaction=False)
     for user in users:
         pipe.zcard(K.memories(ns, user))
     memories = sum(await pipe.execute()) if users else 0
     oldest = await raw.xrange(K.feed(ns), "-", "+", count=1)
-    keys = await _scan(raw, K.pattern(ns))
+    keys = await scan_keys(raw, K.pattern(ns))
     return {
         "namespace": ns,
         "value_keys": values,

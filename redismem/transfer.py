@@ -54,6 +54,7 @@ from . import limits
 from . import vectors as V
 from .errors import InvalidExportError, RedisMemError
 from .memory import Memory
+from .stats import scan_keys
 from .store import RedisMemoryStore, event_json, long_term_memory, memory_event, memory_json
 from .types import LongTermMemory
 
@@ -100,26 +101,21 @@ class Survey:
     total: int
 
 
-async def _scan(mem: Memory, pattern: str) -> list[str]:
-    found = {key.decode() async for key in _redis(mem).scan_iter(match=pattern, count=1000)}
-    return sorted(found)
-
-
 async def survey(mem: Memory) -> Survey:
     """Find what there is to export in ``mem``'s namespace."""
     client, ns = _redis(mem), mem.namespace
     scopes: dict[str, list[tuple[str, str]]] = {}
     total = 3  # header, settings, sessions (a rough count is enough for progress)
     for kind in KINDS:
-        found = {K.scope_of(ns, key) for key in await _scan(mem, K.names_pattern(ns, kind))}
-        found |= {K.scope_of(ns, key) for key in await _scan(mem, K.revisions_pattern(ns, kind))}
-        scopes[kind] = sorted(found)
+        keys = (await scan_keys(client, K.names_pattern(ns, kind))
+                + await scan_keys(client, K.revisions_pattern(ns, kind)))
+        scopes[kind] = sorted({K.scope_of(ns, key) for key in keys})
         for scope, sid in scopes[kind]:
             total += int(await client.zcard(K.names(ns, kind, scope, sid)))
     threads = [t.decode() for t in await client.zrange(K.threads(ns), 0, -1)]
     for thread in threads:
         total += int(await client.xlen(K.thread_events(ns, thread)))
-    users = [K.user_of(ns, key) for key in await _scan(mem, K.memories_pattern(ns))]
+    users = [K.user_of(ns, key) for key in await scan_keys(client, K.memories_pattern(ns))]
     for user in users:
         total += int(await client.zcard(K.memories(ns, user)))
     return Survey(scopes, threads, users, total)
