@@ -61,6 +61,14 @@ def revisions(ns: str, kind: Kind, scope: str, sid: str) -> str:
     return f"{base(ns)}rev:{_KIND_TAG[kind]}:{scope}:{sid}"
 
 
+def scope_writes(ns: str, kind: Kind, scope: str, sid: str) -> list[str]:
+    """The six keys every scope write passes first, in this order: names,
+    expiry, revisions, feed, sequence, config (``scope_writer`` in
+    ``lua/lib/60_names.lua``)."""
+    return [names(ns, kind, scope, sid), expiry(ns, kind, scope, sid),
+            revisions(ns, kind, scope, sid), feed(ns), sequence(ns), config(ns)]
+
+
 def feed(ns: str) -> str:
     """Stream of change events; entry id ``<sequence>-0``."""
     return f"{base(ns)}feed"

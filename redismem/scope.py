@@ -64,11 +64,7 @@ class MemoryScope:
         return self._conn.namespace, self.scope, self.scope_id
 
     def _scope_keys(self, kind: KeyKind) -> list[str]:
-        """The six keys every write passes in this order: names, expiry,
-        revisions, feed, sequence, config (lua/lib/60_names.lua scope_writer)."""
-        ns, scope, sid = self._scope_args()
-        return [K.names(ns, kind, scope, sid), K.expiry(ns, kind, scope, sid),
-                K.revisions(ns, kind, scope, sid), K.feed(ns), K.sequence(ns), K.config(ns)]
+        return K.scope_writes(self._conn.namespace, kind, self.scope, self.scope_id)
 
     async def get(self, key: str) -> MemoryValue:
         """Read ``key``; a missing or expired key is ``MemoryValue(None, 0, False)``.
@@ -228,11 +224,6 @@ class MemoryScope:
     def _vector_key(self, key: str) -> str:
         return K.vector(self._conn.namespace, self.scope, self.scope_id, key)
 
-    async def _ensure_indexes(self, dims: Iterable[int]) -> None:
-        if self._conn.search:
-            for dim in set(dims):
-                await V.cached_index(self._conn, V.scope_index(self._conn.namespace, dim))
-
     async def set_vector(self, key: str, embedding: Any,
                          metadata: Mapping[str, Any] | None = None, *,
                          expected_revision: int | None = None,
@@ -280,7 +271,7 @@ class MemoryScope:
 
     async def _set_vector_items(self, items: list[tuple[str, bytes, str, str]], dims: list[int],
                                 ttl: str) -> list[int]:
-        await self._ensure_indexes(dims)
+        await V.ensure_scope_indexes(self._conn, dims)
         ns, scope, sid = self._scope_args()
         keys = [*self._scope_keys("vector"), K.vector_dims(ns, scope, sid),
                 *(self._vector_key(item[0]) for item in items)]

@@ -534,14 +534,9 @@ class _Writer:
             new = await self.mem._conn.functions.create_session([K.sessions(ns)], ns, *row.args)
             self.summary.count("session", int(new), int(not new))
 
-    def _scope_keys(self, kind: K.Kind, scope: str, sid: str) -> list[str]:
-        ns = self.mem.namespace
-        return [K.names(ns, kind, scope, sid), K.expiry(ns, kind, scope, sid),
-                K.revisions(ns, kind, scope, sid), K.feed(ns), K.sequence(ns), K.config(ns)]
-
     async def _value(self, scope: str, sid: str) -> None:
         ns = self.mem.namespace
-        keys = [*self._scope_keys("value", scope, sid),
+        keys = [*K.scope_writes(ns, "value", scope, sid),
                 *(K.value(ns, scope, sid, row.args[0]) for row in self.rows)]
         written = await self.mem._conn.functions.import_values(
             keys, ns, scope, sid, self.mem.principal, [row.args for row in self.rows])
@@ -550,10 +545,8 @@ class _Writer:
 
     async def _vector(self, scope: str, sid: str) -> None:
         ns = self.mem.namespace
-        if self.mem.capabilities.search:
-            for dim in {row.args[-1] for row in self.rows}:
-                await V.cached_index(self.mem._conn, V.scope_index(ns, dim))
-        keys = [*self._scope_keys("vector", scope, sid), K.vector_dims(ns, scope, sid),
+        await V.ensure_scope_indexes(self.mem._conn, (row.args[-1] for row in self.rows))
+        keys = [*K.scope_writes(ns, "vector", scope, sid), K.vector_dims(ns, scope, sid),
                 *(K.vector(ns, scope, sid, row.args[0]) for row in self.rows)]
         written = await self.mem._conn.functions.import_vectors(
             keys, ns, scope, sid, self.mem.principal, [row.args[:-1] for row in self.rows])

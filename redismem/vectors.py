@@ -12,7 +12,7 @@ import asyncio
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -218,6 +218,14 @@ async def cached_index(conn: Connection, spec: IndexSpec) -> str:
             conn.indexes[spec.name] = await ensure_index(
                 conn.client, spec, IndexParams.from_settings(conn.settings))
         return conn.indexes[spec.name]
+
+
+async def ensure_scope_indexes(conn: Connection, dims: Iterable[int]) -> None:
+    """Make sure the namespace's vector index of each dimension exists (with
+    the search module; without it there are none)."""
+    if conn.search:
+        for dim in set(dims):
+            await cached_index(conn, scope_index(conn.namespace, dim))
 
 
 async def create_index(client: Redis, args: Sequence[Any]) -> bool:
