@@ -6,12 +6,11 @@ to, so a caller sees one error whichever side caught the problem first.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from typing import Any
 
-from . import limits
+from . import _json, limits
 from .errors import (
     InvalidArgumentError,
     InvalidCursorError,
@@ -25,7 +24,10 @@ from .errors import (
 
 SCOPES = ("session", "actor", "workflow", "global")
 GLOBAL_ID = "_"
-_BAD_ID = re.compile(r"[:{}\s\x00-\x1f\x7f]")
+WHITESPACE = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f"
+              "\u205f\u3000")
+"""Every character of ``str.isspace()``, as a regex class body (UNICODE_SPACES in Lua)."""
+_BAD_ID = re.compile(f"[:{{}}{WHITESPACE}\\x00-\\x1f\\x7f]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _CURSOR = re.compile(r"(?:[0-9a-f]{2})+")
 
@@ -34,11 +36,20 @@ def _show(text: str) -> str:
     return repr(text if len(text) <= 80 else text[:77] + "...")
 
 
+def utf8_size(text: str, error: type[InvalidArgumentError], what: str) -> int:
+    """The UTF-8 size of ``text``; ``error`` when it holds a lone surrogate."""
+    try:
+        return len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise error(f"{what} must be valid UTF-8 (it holds a lone surrogate), got {_show(text)}"
+                    ) from None
+
+
 def check_id(what: str, text: object) -> str:
     """Return ``text`` if it is a valid namespace, scope id or principal."""
     if not isinstance(text, str) or not text:
         raise InvalidIdError(f"{what} must be a non-empty string, got {text!r}")
-    if len(text.encode()) > limits.MAX_ID_BYTES:
+    if utf8_size(text, InvalidIdError, what) > limits.MAX_ID_BYTES:
         raise InvalidIdError(f"{what} is longer than {limits.MAX_ID_BYTES} bytes")
     if _BAD_ID.search(text):
         raise InvalidIdError(
@@ -52,7 +63,7 @@ def check_key(key: object) -> str:
     """Return ``key`` if it is a valid key: 1..512 bytes, no control characters."""
     if not isinstance(key, str) or not key:
         raise InvalidKeyError(f"key must be a non-empty string, got {key!r}")
-    size = len(key.encode())
+    size = utf8_size(key, InvalidKeyError, "key")
     if size > limits.MAX_KEY_BYTES:
         raise InvalidKeyError(f"key is {size} bytes, the limit is {limits.MAX_KEY_BYTES}")
     if _CONTROL.search(key):
@@ -73,15 +84,15 @@ def canonical_json(value: Any, max_bytes: int) -> str:
     """Encode ``value`` as canonical JSON (sorted keys, no spaces, UTF-8).
 
     Raises:
-        InvalidValueError: the value is not JSON-serialisable (NaN included).
+        InvalidValueError: the value is not JSON-serialisable or breaks the
+            strict JSON rule (NaN, infinity, an integer of 2**1024 or more,
+            a lone surrogate, more than 256 levels of nesting).
         ValueTooLargeError: the encoding exceeds ``max_bytes``.
     """
     try:
-        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                          allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidValueError(f"value is not JSON-serialisable: {exc}") from None
-    size = len(text.encode())
+        text, size = _json.dumps(value)
+    except _json.JsonRuleError as exc:
+        raise InvalidValueError(f"value is not strict JSON: {exc}") from None
     if size > max_bytes:
         raise ValueTooLargeError(f"value is {size} bytes of JSON, the limit is {max_bytes}")
     return text

@@ -15,6 +15,9 @@ MAX_PAGE_LIMIT = 1000
 DEFAULT_PAGE_LIMIT = 100
 MAX_BATCH = 1000
 MAX_REVISION = 2**53 - 1
+"""The largest revision: exact in a Lua number; a write past it is refused."""
+MAX_JSON_DEPTH = 256
+"""Nested arrays and objects in one JSON text."""
 FEED_VALUE_BYTES = 65_536
 """A feed event carries the value when its canonical JSON is at most this long."""
 FEED_RETENTION_MS = 2_592_000_000

@@ -24,9 +24,9 @@ from typing import Any, cast
 
 import numpy as np
 
+from . import _json, limits
 from . import _validate as check
 from . import keys as K
-from . import limits
 from . import vectors as V
 from .errors import InvalidArgumentError, InvalidEventError, InvalidMemoryError, InvalidVectorError
 from .memory import Memory, connect
@@ -56,17 +56,16 @@ def now_ms() -> int:
 
 def _dumps(value: Any, error: type[InvalidArgumentError], what: str) -> str:
     try:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                          allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise error(f"{what} is not JSON-serialisable: {exc}") from None
+        return _json.dumps(value)[0]
+    except _json.JsonRuleError as exc:
+        raise error(f"{what} is not strict JSON: {exc}") from None
 
 
 def _check_str(value: object, what: str, error: type[InvalidArgumentError], *,
                max_bytes: int = limits.MAX_KEY_BYTES) -> str:
-    if not isinstance(value, str) or not value or len(value.encode()) > max_bytes or any(
-        ord(ch) < 32 or ord(ch) == 127 for ch in value
-    ):
+    if not isinstance(value, str) or not value or (
+        check.utf8_size(value, error, what) > max_bytes
+    ) or any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
         raise error(f"{what} must be a non-empty string of at most {max_bytes} bytes without "
                     f"control characters, got {value!r}")
     return value
@@ -84,6 +83,12 @@ def _check_tags(value: object, what: str, error: type[InvalidArgumentError]) -> 
     if not isinstance(value, list | tuple) or not all(isinstance(t, str) for t in value):
         raise error(f"{what} must be a list of strings, got {value!r}")
     return list(value)
+
+
+def _check_scope(scope: object) -> None:
+    """A memory scope filter: None, or a scope name as a memory record holds."""
+    if scope is not None:
+        _check_str(scope, "scope", InvalidMemoryError, max_bytes=limits.MAX_ID_BYTES)
 
 
 def _check_limit(value: object, what: str = "limit") -> int:
@@ -443,8 +448,7 @@ class RedisMemoryStore:
                         ) -> list[tuple[LongTermMemory, bytes | None]]:
         """Records of a user, newest first, optionally with their embeddings."""
         user = _user_key(user_id)
-        if scope is not None:
-            _check_str(scope, "scope", InvalidMemoryError, max_bytes=limits.MAX_ID_BYTES)
+        _check_scope(scope)
         client, ns = self.memory.client, self.namespace
         found: list[tuple[LongTermMemory, bytes | None]] = []
         start, page = 0, 500
@@ -471,8 +475,10 @@ class RedisMemoryStore:
         """Memories whose text matches words of ``query``, ranked by BM25."""
         if not isinstance(query, str):
             raise InvalidArgumentError(f"query must be a string, got {query!r}")
+        check.utf8_size(query, InvalidArgumentError, "query")
         limit = _check_limit(limit)
         user = _user_key(user_id)
+        _check_scope(scope)
         words = sorted(set(_words(query)))
         if not words:
             return []
@@ -503,6 +509,7 @@ class RedisMemoryStore:
         limit = V.check_top_k(limit)
         floor = V.check_min_score(min_score)
         user = _user_key(user_id)
+        _check_scope(scope)
         stored = await self.memory.client.get(K.memory_dim(self.namespace))
         if stored is None:
             return []

@@ -20,8 +20,8 @@ import numpy as np
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
+from . import _json, limits
 from . import keys as K
-from . import limits
 from ._connection import Connection
 from .errors import InvalidArgumentError, InvalidMetadataError, InvalidVectorError
 from .types import VectorMatch
@@ -69,11 +69,9 @@ def metadata_json(metadata: Mapping[str, Any] | None) -> str:
     if not isinstance(metadata, Mapping) or not all(isinstance(k, str) for k in metadata):
         raise InvalidMetadataError(f"metadata must be a dict with string keys, got {metadata!r}")
     try:
-        text = json.dumps(dict(metadata), sort_keys=True, separators=(",", ":"),
-                          ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidMetadataError(f"metadata is not JSON-serialisable: {exc}") from None
-    size = len(text.encode())
+        text, size = _json.dumps(dict(metadata))
+    except _json.JsonRuleError as exc:
+        raise InvalidMetadataError(f"metadata is not strict JSON: {exc}") from None
     if size > limits.MAX_METADATA_BYTES:
         raise InvalidMetadataError(
             f"metadata is {size} bytes of JSON, the limit is {limits.MAX_METADATA_BYTES}")
@@ -108,7 +106,11 @@ def filter_tokens(filter: Mapping[str, Any] | None) -> list[str]:
         ):
             raise InvalidMetadataError(
                 f"filter values must be strings, finite numbers or booleans, got {value!r}")
-        text = f"{name}\0{_scalar_text(value)}".encode()
+        try:
+            text = f"{name}\0{_scalar_text(value)}".encode()
+        except UnicodeEncodeError:
+            raise InvalidMetadataError(
+                f"filter keys and values must be valid UTF-8, got {name!r}: {value!r}") from None
         tokens.append(hashlib.sha1(text, usedforsecurity=False).hexdigest())
     return sorted(set(tokens))
 

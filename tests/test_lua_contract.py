@@ -146,6 +146,7 @@ def test_lua_and_python_limits_agree() -> None:
         "max_metadata_bytes": limits.MAX_METADATA_BYTES,
         "max_events_per_call": limits.MAX_EVENTS_PER_CALL,
         "max_event_bytes": limits.MAX_EVENT_BYTES,
+        "max_json_depth": limits.MAX_JSON_DEPTH,
     }
 
 

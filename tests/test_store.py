@@ -316,7 +316,7 @@ async def test_raw_fcall_rejects_bad_events(rmem: redismem.Memory) -> None:
         (good.replace('"timestamp":1', '"timestamp":1.5'), "timestamp"),
         (good.replace('"thread_id":"t"', '"thread_id":"x"'), "belongs to thread"),
         (good.replace('"id":"e",', ''), "lacks the field"),
-        ("not json", "JSON object"),
+        ("not json", "not strict JSON"),
         ("[1]", "JSON object"),
     ]
     before = await snapshot(rmem)

@@ -16,28 +16,37 @@ local function compact_thread(keys, args)
   local c = {ns = check_id('namespace', args[1])}
   local thread = check_id('thread id', args[2])
   local max_events = parse_int('max_events_per_thread', args[3], 0, LIMITS.max_revision)
-  local ok, types = pcall(cjson.decode, args[4])
-  if not ok or type(types) ~= 'table' or not string.find(args[4], '^%s*%[') then
+  local types = json_read('INVALID_ARGUMENT', 'keep_event_types', args[4], 1)
+  if types.t ~= 'array' then
     fail('INVALID_ARGUMENT', 'keep_event_types must be a JSON array of strings, got ' .. show(args[4]))
   end
   local protected = {}
-  for _, name in ipairs(types) do
-    if type(name) ~= 'string' then
-      fail('INVALID_ARGUMENT', 'keep_event_types must hold strings, got ' .. show(name))
+  for _, name in ipairs(types.v) do
+    if name.t ~= 'string' then
+      fail('INVALID_ARGUMENT', 'keep_event_types must hold strings, got ' .. show(args[4]))
     end
-    protected[name] = true
+    protected[name.v] = true
   end
   local scan_limit = parse_int('scan_limit', args[5], 1, LIMITS.max_revision)
   expect_keys(keys, 3)
   local t = thread_keys(keys, c, thread)
 
   local entries = redis.call('XREVRANGE', t.events, '+', '-', 'COUNT', scan_limit)
+  local events = {}
+  for i, entry in ipairs(entries) do -- an entry the library did not write has no id or type
+    local body = entry[2][2]
+    local fields = {}
+    if type(body) == 'string' and not json_error(body) then
+      local node = json_parse(body, 1)
+      fields = node.t == 'object' and json_fields(node) or {}
+    end
+    events[i] = {id = fields.id and fields.id.v, type = fields.type and fields.type.v}
+  end
   local keep = {}
   local kept = 0
-  for _, entry in ipairs(entries) do            -- newest first: protected types
+  for i, entry in ipairs(entries) do            -- newest first: protected types
     if kept < max_events then
-      local ok_event, e = pcall(cjson.decode, entry[2][2])
-      if ok_event and protected[e.type] then
+      if protected[events[i].type] then
         keep[entry[1]] = true
         kept = kept + 1
       end
@@ -53,17 +62,19 @@ local function compact_thread(keys, args)
     end
   end
   local doomed, event_ids = {}, {}
-  for _, entry in ipairs(entries) do
+  for i, entry in ipairs(entries) do
     if not keep[entry[1]] then
       doomed[#doomed + 1] = entry[1]
-      event_ids[#event_ids + 1] = cjson.decode(entry[2][2]).id
+      event_ids[#event_ids + 1] = events[i].id -- nil ids are skipped
     end
   end
   for first = 1, #doomed, 1000 do
     local last = math.min(first + 999, #doomed)
     redis.call('XDEL', t.events, unpack(doomed, first, last))
     redis.call('ZREM', t.times, unpack(doomed, first, last))
-    redis.call('HDEL', t.ids, unpack(event_ids, first, last))
+  end
+  for first = 1, #event_ids, 1000 do
+    redis.call('HDEL', t.ids, unpack(event_ids, first, math.min(first + 999, #event_ids)))
   end
   return {#doomed, redis.call('XLEN', t.events)}
 end

@@ -3,7 +3,8 @@
   into the error reply `CODE message`. (error({err = ...}) would do on Redis,
   but fakeredis drops its text, so every function goes through register.)
   Functions validate everything before their first write: an error reply
-  does not undo earlier writes.                                          ]]
+  does not undo earlier writes. Numbers in messages are printed as integers
+  (int_string), never as 9.007199254741e+15.                                          ]]
 
 local RM_ERROR = {}
 
@@ -29,12 +30,62 @@ local function register(name, callback, read_only)
   redis.register_function(spec)
 end
 
+-- The length of the UTF-8 sequence whose first byte b (>= 0x80) is at i, or nil.
+local function utf8_length(text, i, b)
+  local b2, b3, b4 = string.byte(text, i + 1, i + 3)
+  if b >= 0xC2 and b <= 0xDF then
+    if b2 and b2 >= 0x80 and b2 <= 0xBF then
+      return 2
+    end
+  elseif b >= 0xE0 and b <= 0xEF then
+    local low, high = 0x80, 0xBF
+    if b == 0xE0 then low = 0xA0 elseif b == 0xED then high = 0x9F end
+    if b2 and b2 >= low and b2 <= high and b3 and b3 >= 0x80 and b3 <= 0xBF then
+      return 3
+    end
+  elseif b >= 0xF0 and b <= 0xF4 then
+    local low, high = 0x80, 0xBF
+    if b == 0xF0 then low = 0x90 elseif b == 0xF4 then high = 0x8F end
+    if b2 and b2 >= low and b2 <= high and b3 and b3 >= 0x80 and b3 <= 0xBF
+       and b4 and b4 >= 0x80 and b4 <= 0xBF then
+      return 4
+    end
+  end
+  return nil
+end
+
+-- RFC 3629 UTF-8: no overlong forms, no surrogates, nothing past U+10FFFF.
+local function is_utf8(text)
+  local i = string.find(text, '[\128-\255]')
+  while i do
+    local n = utf8_length(text, i, string.byte(text, i))
+    if not n then
+      return false
+    end
+    i = string.find(text, '[\128-\255]', i + n)
+  end
+  return true
+end
+
+-- Text for an error message: printable, valid UTF-8, at most 80 bytes.
 local function show(value)
   local text = tostring(value)
+  if not is_utf8(text) then
+    text = string.gsub(text, '[\128-\255]', function(c) return string.format('\\x%02x', string.byte(c)) end)
+  end
+  text = string.gsub(text, '%c', function(c) return string.format('\\x%02x', string.byte(c)) end)
   if #text > 80 then
-    text = string.sub(text, 1, 77) .. '...'
+    local cut = 77
+    while cut > 0 and string.byte(text, cut + 1) >= 0x80 and string.byte(text, cut + 1) <= 0xBF do
+      cut = cut - 1 -- never split a UTF-8 sequence
+    end
+    text = string.sub(text, 1, cut) .. '...'
   end
   return "'" .. text .. "'"
+end
+
+local function int_string(number)
+  return string.format('%d', number)
 end
 
 -- An integer in [low, high] written in decimal; `what` names it in errors.
@@ -45,7 +96,8 @@ local function parse_int(what, text, low, high, code)
   end
   local number = tonumber(text)
   if number < low or number > high then
-    fail(code, what .. ' must be between ' .. low .. ' and ' .. high .. ', got ' .. text)
+    fail(code, what .. ' must be between ' .. int_string(low) .. ' and ' .. int_string(high)
+         .. ', got ' .. text)
   end
   return number
 end
@@ -61,6 +113,3 @@ local function now_ms()
   return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 end
 
-local function int_string(number)
-  return string.format('%d', number)
-end

@@ -1,10 +1,17 @@
 --[[ validate: names, scopes, keys, JSON values, TTLs, revisions, cursors.
-  Namespaces and scope ids: 1..max_id_bytes bytes, no ':', '{', '}',
-  whitespace or control characters. Keys: 1..max_key_bytes bytes, no
-  control characters.                                                    ]]
+  Namespaces, scope ids and principals: 1..max_id_bytes bytes of UTF-8, no
+  ':', '{', '}', whitespace (Python's str.isspace(), listed in
+  UNICODE_SPACES beyond ASCII) or control characters. Keys: 1..max_key_bytes
+  bytes of UTF-8 without control characters (U+0000..U+001F, U+007F).
+  redismem/_validate.py applies the same rules.                          ]]
 
 local SCOPES = {session = true, actor = true, workflow = true, global = true}
 local KINDS = {value = 'val', vector = 'vec'}
+
+-- The whitespace characters past ASCII, as UTF-8 patterns: U+0085, U+00A0,
+-- U+1680, U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000.
+local UNICODE_SPACES = {'\194[\133\160]', '\225\154\128', '\226\128[\128-\138\168\169\175]',
+                        '\226\129\159', '\227\128\128'}
 
 local function check_id(what, text)
   if type(text) ~= 'string' or #text == 0 then
@@ -13,7 +20,16 @@ local function check_id(what, text)
   if #text > LIMITS.max_id_bytes then
     fail('INVALID_ID', what .. ' is longer than ' .. LIMITS.max_id_bytes .. ' bytes')
   end
-  if string.find(text, '[:{}%s%c]') then
+  if not is_utf8(text) then
+    fail('INVALID_ID', what .. ' must be valid UTF-8, got ' .. show(text))
+  end
+  local bad = string.find(text, '[:{}%s%c]')
+  if not bad and string.find(text, '[\128-\255]') then
+    for _, space in ipairs(UNICODE_SPACES) do
+      bad = bad or string.find(text, space)
+    end
+  end
+  if bad then
     fail('INVALID_ID', what .. " must not contain ':', '{', '}', whitespace or control characters, got " .. show(text))
   end
   return text
@@ -28,6 +44,9 @@ local function check_key(text)
   end
   if string.find(text, '%c') then
     fail('INVALID_KEY', 'key must not contain control characters, got ' .. show(text))
+  end
+  if not is_utf8(text) then
+    fail('INVALID_KEY', 'key must be valid UTF-8, got ' .. show(text))
   end
   return text
 end
@@ -58,9 +77,9 @@ local function check_json(text, limit)
   if #text > limit then
     fail('VALUE_TOO_LARGE', 'value is ' .. #text .. ' bytes of JSON, the limit is ' .. limit)
   end
-  local ok = pcall(cjson.decode, text)
-  if not ok or #text == 0 then
-    fail('INVALID_JSON', 'value is not valid JSON: ' .. show(text))
+  local why = json_error(text)
+  if why then
+    fail('INVALID_JSON', 'value is not strict JSON (' .. why .. '): ' .. show(text))
   end
   return text
 end

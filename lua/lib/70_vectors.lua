@@ -37,34 +37,34 @@ local function check_embedding(blob)
   return dim
 end
 
+-- The top-level members of a metadata object: name -> node (see lib/15_text.lua).
 local function check_metadata(text)
   if #text > LIMITS.max_metadata_bytes then
     fail('INVALID_METADATA', 'metadata is ' .. #text .. ' bytes of JSON, the limit is '
          .. LIMITS.max_metadata_bytes)
   end
-  local ok, decoded = pcall(cjson.decode, text)
-  if not ok or not string.find(text, '^%s*{') or type(decoded) ~= 'table' then
+  local node = json_read('INVALID_METADATA', 'metadata', text, 1)
+  if node.t ~= 'object' then
     fail('INVALID_METADATA', 'metadata must be a JSON object, got ' .. show(text))
   end
-  return decoded
+  return json_fields(node)
 end
 
-local function scalar_text(value)
-  local kind = type(value)
-  if kind == 'string' then
-    return 's' .. value
-  elseif kind == 'boolean' then
-    return 'b' .. tostring(value)
-  elseif kind == 'number' then
-    return 'n' .. string.format('%.17g', value)
+local function scalar_text(node)
+  if node.t == 'string' then
+    return 's' .. node.v
+  elseif node.t == 'true' or node.t == 'false' then
+    return 'b' .. node.t
+  elseif node.t == 'number' then
+    return 'n' .. string.format('%.17g', node.v)
   end
   return nil -- objects, arrays and null cannot be filtered on
 end
 
-local function metadata_tokens(decoded)
+local function metadata_tokens(fields)
   local tokens = {}
-  for name, value in pairs(decoded) do
-    local text = scalar_text(value)
+  for name, node in pairs(fields) do
+    local text = scalar_text(node)
     if text then
       tokens[#tokens + 1] = redis.sha1hex(name .. '\0' .. text)
     end

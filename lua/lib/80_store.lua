@@ -18,15 +18,17 @@ local EVENT_FIELDS = {id = true, thread_id = true, user_id = true, type = true,
 local MEMORY_FIELDS = {id = true, user_id = true, scope = true, data = true, text = true,
                        tags = true, metadata = true, created_at = true, updated_at = true}
 
+-- The members (name -> node, see lib/15_text.lua) of a JSON object of at
+-- most `limit` bytes, read two levels deep.
 local function decode_object(code, what, text, limit)
   if #text > limit then
     fail(code, what .. ' is ' .. #text .. ' bytes of JSON, the limit is ' .. limit)
   end
-  local ok, decoded = pcall(cjson.decode, text)
-  if not ok or not string.find(text, '^%s*{') or type(decoded) ~= 'table' then
+  local node = json_read(code, what, text, 2)
+  if node.t ~= 'object' then
     fail(code, what .. ' must be a JSON object, got ' .. show(text))
   end
-  return decoded
+  return json_fields(node)
 end
 
 local function check_fields(code, what, decoded, allowed)
@@ -42,71 +44,75 @@ local function check_fields(code, what, decoded, allowed)
   end
 end
 
-local function check_text_field(code, what, value, max_bytes)
-  if type(value) ~= 'string' or #value == 0 or #value > max_bytes or string.find(value, '%c') then
+local function check_text_field(code, what, node, max_bytes)
+  local value = node.t == 'string' and node.v
+  if not value or #value == 0 or #value > max_bytes or string.find(value, '%c') then
     fail(code, what .. ' must be a non-empty string of at most ' .. max_bytes
-         .. ' bytes without control characters, got ' .. show(value))
+         .. ' bytes without control characters')
   end
   return value
 end
 
-local function check_time(code, what, value)
-  if type(value) ~= 'number' or value < 0 or value ~= math.floor(value) or value > LIMITS.max_revision then
-    fail(code, what .. ' must be a non-negative integer (ms), got ' .. show(value))
+local function check_time(code, what, node)
+  local value = node.v
+  if node.t ~= 'number' or value < 0 or value ~= math.floor(value) or value > LIMITS.max_revision then
+    fail(code, what .. ' must be a non-negative integer (ms)')
   end
   return value
 end
 
-local function check_tags(code, what, value)
-  if type(value) ~= 'table' then
+local function check_tags(code, what, node)
+  if node.t ~= 'array' then
     fail(code, what .. ' must be a list of strings')
   end
-  for _, tag in pairs(value) do
-    if type(tag) ~= 'string' then
-      fail(code, what .. ' must be a list of strings, got ' .. show(tag))
+  for _, tag in ipairs(node.v) do
+    if tag.t ~= 'string' then
+      fail(code, what .. ' must be a list of strings')
     end
   end
 end
 
 -- A thread event: exactly the MemoryEvent fields, of the right types.
+-- Returns {id, type, timestamp}.
 local function check_event(text, thread, limit)
   local e = decode_object('INVALID_EVENT', 'an event', text, limit)
   check_fields('INVALID_EVENT', 'the event', e, EVENT_FIELDS)
-  check_text_field('INVALID_EVENT', 'event id', e.id, LIMITS.max_key_bytes)
-  if e.thread_id ~= thread then
-    fail('INVALID_EVENT', 'event ' .. show(e.id) .. ' belongs to thread ' .. show(e.thread_id)
-         .. ', not ' .. show(thread))
+  local id = check_text_field('INVALID_EVENT', 'event id', e.id, LIMITS.max_key_bytes)
+  if e.thread_id.t ~= 'string' or e.thread_id.v ~= thread then
+    fail('INVALID_EVENT', 'event ' .. show(id) .. ' belongs to thread '
+         .. show(string.sub(text, e.thread_id.s, e.thread_id.e)) .. ', not ' .. show(thread))
   end
-  if e.user_id ~= cjson.null and type(e.user_id) ~= 'string' then
+  if e.user_id.t ~= 'null' and e.user_id.t ~= 'string' then
     fail('INVALID_EVENT', 'user_id must be a string or null')
   end
-  check_text_field('INVALID_EVENT', 'event type', e.type, LIMITS.max_id_bytes)
-  check_time('INVALID_EVENT', 'timestamp', e.timestamp)
+  local kind = check_text_field('INVALID_EVENT', 'event type', e.type, LIMITS.max_id_bytes)
+  local timestamp = check_time('INVALID_EVENT', 'timestamp', e.timestamp)
   check_tags('INVALID_EVENT', 'tags', e.tags)
-  return e
+  return {id = id, type = kind, timestamp = timestamp}
 end
 
 -- A long-term memory record: exactly the LongTermMemory fields.
+-- Returns {text, scope, updated_at}.
 local function check_memory(text, user, id, limit)
   local m = decode_object('INVALID_MEMORY', 'a memory', text, limit)
   check_fields('INVALID_MEMORY', 'the memory', m, MEMORY_FIELDS)
-  if m.id ~= id then
-    fail('INVALID_MEMORY', 'the record id ' .. show(m.id) .. ' is not ' .. show(id))
+  if m.id.t ~= 'string' or m.id.v ~= id then
+    fail('INVALID_MEMORY', 'the record id is not ' .. show(id))
   end
-  if (user == '_' and m.user_id ~= cjson.null) or (user ~= '_' and m.user_id ~= user) then
-    fail('INVALID_MEMORY', 'the record user_id ' .. show(m.user_id) .. ' does not match ' .. show(user))
+  if (user == '_' and m.user_id.t ~= 'null') or (user ~= '_' and m.user_id.v ~= user) then
+    fail('INVALID_MEMORY', 'the record user_id does not match ' .. show(user))
   end
-  check_text_field('INVALID_MEMORY', 'scope', m.scope, LIMITS.max_id_bytes)
-  if type(m.text) ~= 'string' then
+  local scope = check_text_field('INVALID_MEMORY', 'scope', m.scope, LIMITS.max_id_bytes)
+  if m.text.t ~= 'string' then
     fail('INVALID_MEMORY', 'text must be a string')
   end
-  if type(m.data) ~= 'table' or type(m.metadata) ~= 'table' then
+  if m.data.t ~= 'object' or m.metadata.t ~= 'object' then
     fail('INVALID_MEMORY', 'data and metadata must be JSON objects')
   end
   check_tags('INVALID_MEMORY', 'tags', m.tags)
   check_time('INVALID_MEMORY', 'created_at', m.created_at)
-  check_time('INVALID_MEMORY', 'updated_at', m.updated_at)
-  return m
+  return {text = m.text.v, scope = scope,
+          updated_at = check_time('INVALID_MEMORY', 'updated_at', m.updated_at)}
 end
 
 -- A shared memory has no user; '_' stands for it in key names.

@@ -1,0 +1,318 @@
+--[[ text: strict UTF-8 and strict JSON, the rules both sides apply
+  (redismem/_json.py is the Python twin; tests/test_json_rules.py checks
+  with generated input that both accept exactly the same texts).
+  UTF-8: RFC 3629 (no overlong forms, no surrogates, nothing past U+10FFFF).
+  JSON: one RFC 8259 value, whitespace (space, tab, LF, CR) around tokens;
+  strings of valid UTF-8 without raw U+0000..U+001F whose escapes are the
+  eight simple ones or \uXXXX naming no lone surrogate; numbers in RFC 8259
+  form whose value is a finite double; at most max_json_depth nested
+  arrays and objects. cjson is not used to decide: its number parser takes
+  0x10, nan and 1e400, and fakeredis' cjson differs from Redis'.          ]]
+
+local SIMPLE_ESCAPES = {[34] = true, [92] = true, [47] = true, [98] = true, [102] = true,
+                        [110] = true, [114] = true, [116] = true}
+
+-- The position after the string token whose opening quote is at i, or nil, why.
+local function json_string_end(text, i)
+  local pos = i + 1
+  while true do
+    local k = string.find(text, '["\\%c\128-\255]', pos)
+    if not k then
+      return nil, 'a string is not closed'
+    end
+    local b = string.byte(text, k)
+    if b == 34 then
+      return k + 1
+    elseif b == 92 then
+      local e = string.byte(text, k + 1)
+      if e == 117 then
+        local hex = string.match(text, '^%x%x%x%x', k + 2)
+        if not hex then
+          return nil, 'a \\u escape needs four hex digits'
+        end
+        local code = tonumber(hex, 16)
+        if code >= 0xDC00 and code <= 0xDFFF then
+          return nil, 'a \\u escape names a lone surrogate'
+        elseif code >= 0xD800 and code <= 0xDBFF then
+          local low = string.match(text, '^\\u(%x%x%x%x)', k + 6)
+          local low_code = low and tonumber(low, 16)
+          if not low_code or low_code < 0xDC00 or low_code > 0xDFFF then
+            return nil, 'a \\u escape names a lone surrogate'
+          end
+          pos = k + 12
+        else
+          pos = k + 6
+        end
+      elseif SIMPLE_ESCAPES[e] then
+        pos = k + 2
+      else
+        return nil, 'a string has an invalid escape'
+      end
+    elseif b >= 128 then
+      local n = utf8_length(text, k, b)
+      if not n then
+        return nil, 'a string is not valid UTF-8'
+      end
+      pos = k + n
+    elseif b == 127 then
+      pos = k + 1
+    else
+      return nil, 'a string holds a raw control character (escape it)'
+    end
+  end
+end
+
+-- The position after the number token at i, or nil, why.
+local function json_number_end(text, i)
+  local _, e = string.find(text, '^%-?%d+', i)
+  if not e then
+    return nil, 'a number must have digits'
+  end
+  local first = string.byte(text, i) == 45 and i + 1 or i
+  if e > first and string.byte(text, first) == 48 then
+    return nil, 'a number must not have leading zeros'
+  end
+  local _, fraction = string.find(text, '^%.%d+', e + 1)
+  if fraction then
+    e = fraction
+  elseif string.byte(text, e + 1) == 46 then
+    return nil, 'a decimal point must have digits after it'
+  end
+  local _, exponent = string.find(text, '^[eE][%+%-]?%d+', e + 1)
+  if exponent then
+    e = exponent
+  elseif string.find(text, '^[eE]', e + 1) then
+    return nil, 'an exponent must have digits'
+  end
+  if exponent or e - i > 300 then -- only these can be out of range
+    local number = tonumber(string.sub(text, i, e))
+    if not number or number ~= number or number == math.huge or number == -math.huge then
+      return nil, 'a number must be a finite double'
+    end
+  end
+  return e + 1
+end
+
+local LITERALS = {[116] = 'true', [102] = 'false', [110] = 'null'}
+local OPEN, CLOSE = {[91] = 93, [123] = 125}, {[93] = 91, [125] = 123}
+
+-- nil when text is one strict JSON value, else why not.
+local function json_error(text)
+  local pos, depth, stack = 1, 0, {}
+  local state = 'value' -- value | first (value or ']') | key | first_key (key or '}') | colon | after
+  while true do
+    local b = string.byte(text, pos)
+    if b == 32 or b == 9 or b == 10 or b == 13 then
+      local _, last = string.find(text, '^[ \t\n\r]+', pos)
+      pos = last + 1
+      b = string.byte(text, pos)
+    end
+    local why
+    if state == 'after' then
+      if depth == 0 then
+        if b then
+          return 'unexpected ' .. show(string.char(b)) .. ' after the value, at byte ' .. pos
+        end
+        return nil
+      end
+      local top = stack[depth]
+      if b == 44 then
+        state = top == 123 and 'key' or 'value'
+        pos = pos + 1
+      elseif b and CLOSE[b] == top then
+        depth = depth - 1
+        pos = pos + 1
+      else
+        return 'expected , or ' .. (top == 123 and '}' or ']') .. ' at byte ' .. pos
+      end
+    elseif state == 'value' or state == 'first' then
+      if b == 93 and state == 'first' then
+        depth, pos, state = depth - 1, pos + 1, 'after'
+      elseif b == 91 or b == 123 then
+        depth = depth + 1
+        if depth > LIMITS.max_json_depth then
+          return 'nested deeper than ' .. LIMITS.max_json_depth .. ' levels'
+        end
+        stack[depth] = b
+        pos = pos + 1
+        state = b == 123 and 'first_key' or 'first'
+      elseif b == 34 then
+        pos, why = json_string_end(text, pos)
+        state = 'after'
+      elseif b == 45 or (b and b >= 48 and b <= 57) then
+        pos, why = json_number_end(text, pos)
+        state = 'after'
+      elseif b and LITERALS[b] and string.sub(text, pos, pos + #LITERALS[b] - 1) == LITERALS[b] then
+        pos = pos + #LITERALS[b]
+        state = 'after'
+      elseif b then
+        return 'expected a value at byte ' .. pos
+      else
+        return 'the text ends where a value is expected'
+      end
+    elseif state == 'key' or state == 'first_key' then
+      if b == 125 and state == 'first_key' then
+        depth, pos, state = depth - 1, pos + 1, 'after'
+      elseif b == 34 then
+        pos, why = json_string_end(text, pos)
+        state = 'colon'
+      else
+        return 'expected a string key at byte ' .. pos
+      end
+    else -- colon
+      if b ~= 58 then
+        return 'expected : at byte ' .. pos
+      end
+      pos = pos + 1
+      state = 'value'
+    end
+    if why then
+      return why
+    end
+  end
+end
+
+--[[ Reading checked JSON (never called on text json_error refused).
+  json_node(text, i, levels) reads the value at i and returns node, next
+  position: a node is {s = first byte, e = last byte, t = type, v = value}
+  with t one of 'string', 'number', 'true', 'false', 'null', 'array' (v =
+  list of nodes) or 'object' (v = list of {key = decoded name, node =
+  node}). Arrays and objects nested deeper than `levels` are skipped: their
+  node has no v.                                                          ]]
+
+local function utf8_char(code)
+  if code < 0x80 then
+    return string.char(code)
+  elseif code < 0x800 then
+    return string.char(0xC0 + math.floor(code / 0x40), 0x80 + code % 0x40)
+  elseif code < 0x10000 then
+    return string.char(0xE0 + math.floor(code / 0x1000), 0x80 + math.floor(code / 0x40) % 0x40,
+                       0x80 + code % 0x40)
+  end
+  return string.char(0xF0 + math.floor(code / 0x40000), 0x80 + math.floor(code / 0x1000) % 0x40,
+                     0x80 + math.floor(code / 0x40) % 0x40, 0x80 + code % 0x40)
+end
+
+local UNESCAPE = {['"'] = '"', ['\\'] = '\\', ['/'] = '/', b = '\b', f = '\f', n = '\n',
+                  r = '\r', t = '\t'}
+
+local function json_unescape(body)
+  if not string.find(body, '\\', 1, true) then
+    return body
+  end
+  local high -- a high surrogate waits for its low half, the next escape
+  return (string.gsub(body, '\\(.)(%x?%x?%x?%x?)', function(c, hex)
+    if c ~= 'u' then
+      return UNESCAPE[c] .. hex
+    end
+    local code = tonumber(hex, 16)
+    if code >= 0xD800 and code <= 0xDBFF then
+      high = code
+      return ''
+    end
+    if high then
+      code, high = 0x10000 + (high - 0xD800) * 0x400 + code - 0xDC00, nil
+    end
+    return utf8_char(code)
+  end))
+end
+
+local function skip_space(text, pos)
+  local _, last = string.find(text, '^[ \t\n\r]*', pos)
+  return last + 1
+end
+
+-- The position after the array or object opening at pos, without reading it.
+local function json_skip(text, pos)
+  local depth = 0
+  while true do
+    local k = string.find(text, '["%[%]{}]', pos)
+    local b = string.byte(text, k)
+    if b == 34 then
+      pos = json_string_end(text, k)
+    else
+      depth = depth + ((b == 91 or b == 123) and 1 or -1)
+      pos = k + 1
+      if depth == 0 then
+        return pos
+      end
+    end
+  end
+end
+
+local json_node
+
+local function json_members(text, pos, close, object, levels)
+  local items = {}
+  pos = skip_space(text, pos + 1)
+  if string.byte(text, pos) == close then
+    return items, pos
+  end
+  while true do
+    local name
+    if object then
+      local after = json_string_end(text, pos)
+      name = json_unescape(string.sub(text, pos + 1, after - 2))
+      pos = skip_space(text, skip_space(text, after) + 1) -- past ':'
+    end
+    local node
+    node, pos = json_node(text, pos, levels)
+    items[#items + 1] = object and {key = name, node = node} or node
+    pos = skip_space(text, pos)
+    if string.byte(text, pos) == close then
+      return items, pos
+    end
+    pos = skip_space(text, pos + 1) -- past ','
+  end
+end
+
+json_node = function(text, pos, levels)
+  pos = skip_space(text, pos)
+  local b = string.byte(text, pos)
+  local node = {s = pos}
+  local after
+  if b == 123 or b == 91 then
+    node.t = b == 123 and 'object' or 'array'
+    if levels > 0 then
+      local last
+      node.v, last = json_members(text, pos, OPEN[b], b == 123, levels - 1)
+      after = last + 1
+    else
+      after = json_skip(text, pos)
+    end
+  elseif b == 34 then
+    after = json_string_end(text, pos)
+    node.t, node.v = 'string', json_unescape(string.sub(text, pos + 1, after - 2))
+  elseif LITERALS[b] then
+    node.t = LITERALS[b]
+    after = pos + #LITERALS[b]
+  else
+    after = json_number_end(text, pos)
+    node.t, node.v = 'number', tonumber(string.sub(text, pos, after - 1))
+  end
+  node.e = after - 1
+  return node, after
+end
+
+-- The top-level node of checked text, read `levels` deep.
+local function json_parse(text, levels)
+  return (json_node(text, 1, levels))
+end
+
+-- json_error, then json_parse: the node, or fail(code, ...) naming `what`.
+local function json_read(code, what, text, levels)
+  local why = json_error(text)
+  if why then
+    fail(code, what .. ' is not strict JSON (' .. why .. '): ' .. show(text))
+  end
+  return json_parse(text, levels)
+end
+
+-- The members of an object node as a table name -> node (the last wins).
+local function json_fields(node)
+  local fields = {}
+  for _, member in ipairs(node.v) do
+    fields[member.key] = member.node
+  end
+  return fields
+end

@@ -1,0 +1,239 @@
+"""One rule on both sides of the trust boundary: for generated JSON texts,
+values, keys and identifiers, the Python checks accept exactly what the Lua
+library accepts, on the real server and on memory:// (fakeredis' Lua)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import fakeredis
+import pytest
+import redis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from redismem import _json
+from redismem import _validate as check
+from redismem.errors import InvalidArgumentError
+from redismem.functions import bundled
+
+NS = b"jsonrules"
+Accepts = Callable[[bytes], bool]
+SETTINGS = settings(max_examples=500, deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@pytest.fixture(scope="module", params=["redis", "memory"])
+def client(request: pytest.FixtureRequest) -> Iterator[redis.Redis]:
+    if request.param == "redis":
+        conn = redis.Redis.from_url(request.getfixturevalue("redis_url"))
+    else:
+        conn = fakeredis.FakeRedis(server=fakeredis.FakeServer())
+    conn.function_load(bundled().code, replace=True)
+    yield conn
+    conn.close()
+
+
+def set_value(client: redis.Redis, *, key: bytes = b"k", value: bytes = b"1", ns: bytes = NS,
+              sid: bytes = b"s", principal: bytes = b"me") -> str | None:
+    """FCALL redismem_set_values with raw bytes; None when accepted, else the error code."""
+    base = b"rm:{" + ns + b"}:"
+    keys = [base + b"keys:val:session:" + sid, base + b"exp:val:session:" + sid,
+            base + b"rev:val:session:" + sid, base + b"feed", base + b"seq", base + b"cfg",
+            base + b"val:session:" + sid + b":" + key]
+    try:
+        client.fcall("redismem_set_values", len(keys), *keys, ns, b"session", sid, b"",
+                     principal, key, value, b"")
+    except redis.ResponseError as exc:
+        return str(exc).split(" ", 1)[0]
+    return None
+
+
+# JSON texts: RFC 8259 pieces, near misses and bad bytes
+
+NUMBERS = st.builds("".join, st.lists(st.sampled_from(
+    ["-", "+", "0", "1", "9", "01", "00", ".", ".5", ".05", "e", "E", "e+", "e-", "5", "400",
+     "308", "309", "x", "0x1f"]), min_size=1, max_size=5))
+WORDS = st.sampled_from(["true", "false", "null", "tru", "nul", "NaN", "-NaN", "Infinity",
+                         "-Infinity", "nan", "inf", "-inf", "1e400", "-1e400", "1e-400",
+                         "1.7976931348623157e308", "1.7976931348623159e308",
+                         str(2**1024), str(2**1024 - 2**970), str(2**1024 - 2**971), "1" * 309,
+                         str(2**63), str(-2**63 - 1), str(2**53 + 1)])
+STRING_PIECES = st.sampled_from(
+    ["a", " ", "ü", "€", "😀", "\\n", "\\t", "\\/", "\\\\", '\\"', "\\u0041", "\\u00e9",
+     "\\u0000", "\\ud83d\\ude00", "\\udbff\\udfff", "\\ud83d\\u0041", "\\ud800",
+     "\\udc00", "\\ud83dx", "\\u12", "\\x", "\\a",
+     "\x00", "\x01", "\x1f", "\x7f", "\t", "\n", "\u2028", "\ud800", "\ufeff"])
+BAD_BYTES = st.sampled_from([b"\xff", b"\xc3\x28", b"\xc0\x80", b"\xed\xa0\x80",
+                             b"\xf4\x90\x80\x80", b"\xe2\x82", b"\xf0\x9f\x98", b"\x80"])
+SPACE = st.sampled_from(["", "", " ", "\n", "\t\r", "\x0c", "\xa0"])
+
+
+def _string(pieces: list[str]) -> str:
+    return '"' + "".join(pieces) + '"'
+
+
+STRINGS = st.lists(STRING_PIECES, max_size=3).map(_string)
+GOOD_SCALARS = st.one_of(st.integers().map(str), st.floats(allow_nan=False).map(json.dumps),
+                         st.text(max_size=4).map(json.dumps), st.sampled_from(["true", "null"]))
+SCALARS = st.one_of(GOOD_SCALARS, GOOD_SCALARS, GOOD_SCALARS, NUMBERS, WORDS, STRINGS, STRINGS)
+
+
+def _compound(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    sep = st.sampled_from([",", ",", ",", ", ", ",", "", ",,"])
+    arrays = st.builds(lambda items, s, w: "[" + w + s.join(items) + w + "]",
+                       st.lists(children, max_size=4), sep, SPACE)
+    keys = st.one_of(STRINGS, STRINGS, STRINGS, SCALARS)
+    members = st.lists(st.tuples(keys, st.sampled_from([":", ":", ":", ": ", "", "::"]), children),
+                       max_size=3)
+    objects = st.builds(lambda ms, s: "{" + s.join(k + c + v for k, c, v in ms) + "}",
+                        members, sep)
+    return st.one_of(arrays, objects)
+
+
+TEXTS = st.recursive(SCALARS, _compound, max_leaves=12)
+
+
+def _encoded(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+VALID_TEXTS = st.recursive(GOOD_SCALARS, lambda c: st.lists(c, max_size=3).map(
+    lambda items: "[" + ",".join(items) + "]"), max_leaves=6)
+ONE_TOKEN = st.one_of(STRING_PIECES.map(lambda p: '"' + p + '"'), NUMBERS, WORDS)
+
+RAW = st.one_of(
+    st.builds(lambda doc, token: _encoded(f"[{doc},{token}]"), VALID_TEXTS, ONE_TOKEN),
+    st.builds(lambda token: _encoded(f'{{"k":{token}}}'), ONE_TOKEN),
+    TEXTS.map(_encoded),
+    st.builds(lambda w1, t, w2: _encoded(w1 + t + w2), SPACE, TEXTS, SPACE),
+    st.builds(lambda t, bad, at: _encoded(t)[:at] + bad + _encoded(t)[at:], TEXTS, BAD_BYTES,
+              st.integers(0, 40)),
+    st.builds(lambda n: b"[" * n + b"]" * n, st.integers(250, 260)),
+    st.builds(lambda n: b'{"a":' * n + b"1" + b"}" * n, st.integers(250, 260)),
+    st.binary(max_size=20),
+)
+
+
+def test_generated_texts_are_often_valid() -> None:
+    """The texts test is only as good as its mix: enough valid texts that
+    one broken rule shows."""
+    valid = 0
+
+    @settings(max_examples=300, database=None)
+    @given(raw=RAW)
+    def count(raw: bytes) -> None:
+        nonlocal valid
+        valid += _json.error(raw) is None
+
+    count()
+    assert valid > 60
+
+
+@SETTINGS
+@given(raw=RAW)
+def test_lua_and_python_accept_the_same_json_texts(client: redis.Redis, raw: bytes) -> None:
+    python = _json.error(raw)
+    lua = set_value(client, value=raw) if raw else "INVALID_ARGUMENT"
+    if not raw:  # an empty text is refused on both sides, as JSON or as a missing argument
+        assert python is not None and lua in ("INVALID_JSON", "INVALID_ARGUMENT")
+        return
+    assert (python is None) == (lua is None), (raw, python, lua)
+    if lua is not None:
+        assert lua == "INVALID_JSON", (raw, lua)
+
+
+# Python values: what canonical_json accepts, Lua accepts as written
+
+JSON_VALUES = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.floats(), st.text(st.characters(codec=None)),
+              st.integers(), st.integers(2**1000, 2**1030), st.integers(-2**1030, -2**1000)),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4),
+        st.dictionaries(st.text(st.characters(codec=None), max_size=3), children, max_size=4)),
+    max_leaves=10)
+
+
+@SETTINGS
+@given(value=JSON_VALUES)
+def test_canonical_json_accepts_what_lua_accepts(client: redis.Redis, value: Any) -> None:
+    try:
+        text = check.canonical_json(value, 1 << 20)
+    except InvalidArgumentError:
+        try:
+            raw = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                             allow_nan=False).encode("utf-8", "surrogatepass")
+        except ValueError:
+            return  # NaN or infinity: there is no text to send
+        assert set_value(client, value=raw) == "INVALID_JSON", raw
+        return
+    assert set_value(client, value=text.encode()) is None, text
+    assert json.loads(text) == value or value != value
+
+
+def test_nesting_limit_is_exact(client: redis.Redis) -> None:
+    for depth, ok in ((_json.MAX_DEPTH, True), (_json.MAX_DEPTH + 1, False)):
+        value: Any = 1
+        for _ in range(depth):
+            value = [value]
+        assert (set_value(client, value=json.dumps(value).encode()) is None) is ok
+        assert (_json.error(json.dumps(value)) is None) is ok
+    with pytest.raises(InvalidArgumentError, match="deeper than 256"):
+        check.canonical_json(value, 1 << 20)
+    deep: Any = []
+    for _ in range(sys.getrecursionlimit() + 10):
+        deep = [deep]
+    with pytest.raises(InvalidArgumentError, match="deeper"):
+        check.canonical_json(deep, 1 << 30)
+
+
+# keys and identifiers
+
+NAME_CHARS = [*"\t\n\x0b\x0c\r\x1c \x85\xa0\u1680\u2000\u2005\u200a\u2028\u2029\u202f\u205f",
+              *"\u3000a:{}\x00\x7f\x1fé\u200b\u180e\ufeff-_", "\ud800", "\udfff"]
+NAMES = st.one_of(st.text(st.characters(codec=None), min_size=1, max_size=8),
+                  st.text(st.sampled_from(NAME_CHARS), min_size=1, max_size=4))
+
+
+def _as_bytes(name: str | bytes) -> bytes:
+    return name if isinstance(name, bytes) else name.encode("utf-8", "surrogatepass")
+
+
+def _python_accepts(fn: Callable[..., Any], name: str | bytes) -> bool:
+    try:
+        text = name.decode("utf-8") if isinstance(name, bytes) else name
+        fn(text)
+    except (InvalidArgumentError, UnicodeDecodeError):
+        return False
+    return True
+
+
+@SETTINGS
+@given(name=st.one_of(NAMES, st.binary(min_size=1, max_size=6)))
+def test_lua_and_python_accept_the_same_keys(client: redis.Redis, name: str | bytes) -> None:
+    raw = _as_bytes(name)
+    lua = set_value(client, key=raw)
+    assert (lua is None) == _python_accepts(check.check_key, name), (raw, lua)
+    assert lua in (None, "INVALID_KEY")
+
+
+@SETTINGS
+@given(name=st.one_of(NAMES, st.binary(min_size=1, max_size=6)))
+def test_lua_and_python_accept_the_same_ids(client: redis.Redis, name: str | bytes) -> None:
+    raw = _as_bytes(name)
+    python = _python_accepts(lambda text: check.check_id("id", text), name)
+    for lua in (set_value(client, sid=raw), set_value(client, principal=raw),
+                set_value(client, ns=raw)):
+        assert (lua is None) == python, (raw, lua)
+        assert lua in (None, "INVALID_ID")
+
+
+def test_whitespace_list_is_pythons() -> None:
+    spaces = {chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()}
+    listed = {chr(c) for c in range(sys.maxunicode + 1)
+              if not 0xD800 <= c < 0xE000 and check._BAD_ID.match(chr(c))} - set(":{}")
+    controls = {chr(c) for c in (*range(32), 127)}
+    assert listed == spaces | controls
