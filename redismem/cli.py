@@ -168,6 +168,9 @@ def _status_text(data: dict[str, Any]) -> str:
     if not data["namespaces"]:
         lines.append("no namespaces")
     for n in data["namespaces"]:
+        if "error" in n:
+            lines.append(f"namespace {n['namespace']}: cannot be read: {n['error']}")
+            continue
         feed = n["feed"]
         span = (f"sequences {feed['oldest_sequence']}..{feed['last_sequence']}"
                 if feed["oldest_sequence"] else f"last sequence {feed['last_sequence']}")
@@ -203,11 +206,15 @@ def status(url: str | None, namespace: str | None, as_json: bool) -> None:
                 client, "memory" if resolved.startswith(MEMORY_URL) else "redis", loaded or 0)
             names = ([check_id("namespace", namespace)] if namespace
                      else await stats.namespaces(client))
-            found = []
+            found: list[dict[str, Any]] = []
             for ns in names:
-                found.append(await stats.namespace_stats(client, ns))
-                found[-1]["settings"] = (await Functions(client).get_config([K.config(ns)], ns)
-                                         if loaded else None)
+                try:
+                    found.append(await stats.namespace_stats(client, ns))
+                    found[-1]["settings"] = (await Functions(client).get_config(
+                        [K.config(ns)], ns) if loaded else None)
+                except (redis.ResponseError, ValueError) as exc:
+                    # keys redismem did not write (e.g. a counter set by hand)
+                    found.append({"namespace": ns, "error": f"{type(exc).__name__}: {exc}"})
             return {"url": resolved, "backend": caps.backend,
                     "server_version": caps.server_version,
                     "modules": {"search": caps.search, "json": caps.json},

@@ -94,6 +94,41 @@ class InvalidExportError(InvalidArgumentError):
     code = "invalid_export"
 
 
+class RequestTooLargeError(InvalidArgumentError):
+    """One write call would carry more bytes (keys and arguments) than the
+    namespace's ``max_call_bytes``; split it into smaller calls."""
+
+    code = "request_too_large"
+
+
+class ValueTypeError(InvalidArgumentError):
+    """``incr`` of a value that is not an integer, or ``append`` to one that
+    is not a list; nothing was changed."""
+
+    code = "wrong_type"
+
+
+class RevisionLimitError(RedisMemError):
+    """A key is at the largest revision (2**53 - 1) and cannot change again;
+    revisions never wrap or repeat."""
+
+    code = "revision_limit"
+
+
+class FeedCorruptError(RedisMemError):
+    """The feed or its counters hold what redismem did not write (e.g. a
+    sequence counter that is not a number); nothing was changed."""
+
+    code = "feed_corrupt"
+
+
+class EvictionPolicyError(RedisMemError):
+    """The server's ``maxmemory-policy`` may evict keys, which silently drops
+    memory; redismem needs ``noeviction`` (see ``connect(allow_eviction=...)``)."""
+
+    code = "eviction_policy"
+
+
 class ConflictError(RedisMemError):
     """An expected revision did not match the stored one; nothing was changed.
 
@@ -161,6 +196,10 @@ BY_CODE: dict[str, type[RedisMemError]] = {
     "INVALID_EVENT": InvalidEventError,
     "INVALID_MEMORY": InvalidMemoryError,
     "REVISION_CONFLICT": ConflictError,
+    "REQUEST_TOO_LARGE": RequestTooLargeError,
+    "WRONG_TYPE": ValueTypeError,
+    "REVISION_LIMIT": RevisionLimitError,
+    "FEED_CORRUPT": FeedCorruptError,
 }
 
 _CONFLICT = re.compile(r"expected (\d+) actual (\d+)")

@@ -18,7 +18,8 @@ from typing import Any, Literal, cast
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
-from .errors import LibraryVersionError, RedisMemError, from_reply
+from . import limits
+from .errors import LibraryVersionError, RedisMemError, RequestTooLargeError, from_reply
 
 LIBRARY_NAME = "redismem"
 _REGISTER = re.compile(r"^register\('(redismem_\w+)'", re.MULTILINE)
@@ -132,15 +133,43 @@ def _mapped_error(exc: ResponseError, key: str | None = None) -> RedisMemError |
     return from_reply(str(exc), key=key) or exc
 
 
+def _size(part: str | bytes | int) -> int:
+    return len(part) if isinstance(part, bytes) else len(str(part).encode())
+
+
+def request_bytes(keys: Sequence[str], args: Sequence[str | bytes | int]) -> int:
+    """The bytes of a call's keys and arguments, as ``check_request`` in Lua counts them."""
+    return sum(_size(part) for part in (*keys, *args))
+
+
 class Functions:
-    """One typed method per Lua function of the library."""
+    """One typed method per Lua function of the library.
+
+    Attributes:
+        max_call_bytes: the namespace's ``max_call_bytes``; write calls
+            larger than this raise ``RequestTooLargeError`` before they are
+            sent (the Lua side checks again).
+    """
 
     def __init__(self, client: Redis) -> None:
         self._client = client
+        self.max_call_bytes = limits.MAX_CALL_BYTES
+
+    def _check_size(self, keys: Sequence[str], args: Sequence[str | bytes | int]) -> None:
+        # characters are at most 4 bytes each: only a large call needs counting
+        rough = sum(len(part) if not isinstance(part, int) else 20 for part in (*keys, *args))
+        if rough * 4 > self.max_call_bytes:
+            total = request_bytes(keys, args)
+            if total > self.max_call_bytes:
+                raise RequestTooLargeError(
+                    f"the call carries {total} bytes of keys and arguments, the limit "
+                    f"(max_call_bytes) is {self.max_call_bytes}")
 
     async def _call(self, name: str, keys: Sequence[str], args: Sequence[str | bytes | int],
                     *, read_only: bool = False, key: str | None = None) -> Any:
         command = "FCALL_RO" if read_only else "FCALL"
+        if not read_only:
+            self._check_size(keys, args)
         try:
             return await self._client.execute_command(  # type: ignore[no-untyped-call]
                 command, name, len(keys), *keys, *args)
@@ -206,9 +235,20 @@ class Functions:
         next_cursor = reply[0].decode()
         return (next_cursor or None), [name.decode() for name in reply[1:]]
 
-    async def trim_feed(self, keys: Sequence[str], ns: str, budget: int) -> int:
-        """``redismem_trim_feed``: the number of events dropped."""
-        return int(await self._call("redismem_trim_feed", keys, [ns, str(budget)]))
+    async def trim_feed(self, keys: Sequence[str], ns: str, budget: int) -> tuple[int, bool]:
+        """``redismem_trim_feed``: (events dropped, whether more may be due)."""
+        dropped, more = await self._call("redismem_trim_feed", keys, [ns, str(budget)])
+        return int(dropped), bool(more)
+
+    async def modify_value(self, keys: Sequence[str], ns: str, scope: str, sid: str, ttl: str,
+                           principal: str, key: str, op: str, operand: str,
+                           max_items: str = "") -> tuple[int, bytes]:
+        """``redismem_modify_value``: (new revision, new JSON for incr else b"")."""
+        args: list[str | bytes | int] = [ns, scope, sid, ttl, principal, key, op, operand]
+        if op == "append":
+            args.append(max_items)
+        revision, json_text = await self._call("redismem_modify_value", keys, args, key=key)
+        return int(revision), json_text
 
     async def append_events(self, keys: Sequence[str], ns: str, thread: str,
                             events: Sequence[str]) -> list[int]:

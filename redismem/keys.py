@@ -62,11 +62,11 @@ def revisions(ns: str, kind: Kind, scope: str, sid: str) -> str:
 
 
 def scope_writes(ns: str, kind: Kind, scope: str, sid: str) -> list[str]:
-    """The six keys every scope write passes first, in this order: names,
-    expiry, revisions, feed, sequence, config (``scope_writer`` in
+    """The seven keys every scope write passes first, in this order: names,
+    expiry, revisions, feed, sequence, feed size, config (``scope_writer`` in
     ``lua/lib/60_names.lua``)."""
     return [names(ns, kind, scope, sid), expiry(ns, kind, scope, sid),
-            revisions(ns, kind, scope, sid), feed(ns), sequence(ns), config(ns)]
+            revisions(ns, kind, scope, sid), feed(ns), sequence(ns), feed_size(ns), config(ns)]
 
 
 def feed(ns: str) -> str:
@@ -77,6 +77,11 @@ def feed(ns: str) -> str:
 def sequence(ns: str) -> str:
     """Counter of the last change sequence handed out."""
     return f"{base(ns)}seq"
+
+
+def feed_size(ns: str) -> str:
+    """Counter of the bytes the feed's entries hold (for ``feed_max_bytes``)."""
+    return f"{base(ns)}feedsz"
 
 
 def config(ns: str) -> str:

@@ -26,11 +26,24 @@ TRIM_PER_WRITE = 16
 """Feed events trimmed for retention per write, on average (bounded work)."""
 TRIM_EVERY = 16
 """Writes trim each time the feed sequence passes a multiple of this."""
-MAX_TRIM_PER_CALL = 100_000
+TRIM_SLICE_EVENTS = 2000
+"""Feed events one trim call drops at most."""
+TRIM_SLICE_BYTES = 4_194_304
+"""Feed bytes one trim call reads at most."""
+MAX_CALL_BYTES = 4_194_304
+"""Default largest write call (keys and arguments); a namespace setting may change it."""
+MAX_CALL_BYTES_CEILING = 1_073_741_824
+MIN_CALL_BYTES_SETTING = 65_536
+FEED_MAX_BYTES = 268_435_456
+"""Default bound of the feed's size (256 MiB); a namespace setting may change it."""
+MAX_FEED_BYTES_CEILING = 1_099_511_627_776
+MIN_FEED_BYTES_SETTING = 1_048_576
 MAX_VECTOR_DIM = 4096
 MAX_METADATA_BYTES = 16_384
 """Largest vector metadata, as canonical JSON."""
 MAX_TOP_K = 1000
+MAX_APPEND_ITEMS = 1_000_000
+"""The largest ``max_items`` of ``append``."""
 MAX_EVENTS_PER_CALL = 100_000
 """Events one append or replace call may carry."""
 MAX_EVENT_BYTES = 1_048_576
@@ -38,7 +51,9 @@ MAX_EVENT_BYTES = 1_048_576
 
 SETTING_BOUNDS: dict[str, tuple[int, int]] = {
     "max_value_bytes": (MIN_VALUE_BYTES_SETTING, MAX_VALUE_BYTES_CEILING),
+    "max_call_bytes": (MIN_CALL_BYTES_SETTING, MAX_CALL_BYTES_CEILING),
     "feed_retention_ms": (1, MAX_TTL_MS),
+    "feed_max_bytes": (MIN_FEED_BYTES_SETTING, MAX_FEED_BYTES_CEILING),
     "hnsw_m": (2, 512),
     "hnsw_ef_construction": (1, 4096),
     "hnsw_ef_runtime": (1, 10000),

@@ -175,9 +175,9 @@ class Memory:
                                         ttl_seconds=ttl_seconds)
 
     async def update(self, key: str, fn: Callable[[Any], Any | Awaitable[Any]], *,
-                     attempts: int = 10) -> Any:
+                     timeout: float = 10.0, attempts: int | None = None) -> Any:
         """``default().update(...)``."""
-        return await self.default().update(key, fn, attempts=attempts)
+        return await self.default().update(key, fn, timeout=timeout, attempts=attempts)
 
     async def delete(self, key: str, *, expected_revision: int | None = None) -> bool:
         """``default().delete(...)``."""
@@ -198,6 +198,7 @@ class Memory:
         """The namespace settings, defaults filled in."""
         got = await self._conn.functions.get_config([K.config(self.namespace)], self.namespace)
         self._conn.settings = got
+        self._conn.functions.max_call_bytes = int(got["max_call_bytes"])
         return dict(got)
 
     async def configure(self, **settings: int | str) -> dict[str, int | str]:
@@ -283,15 +284,18 @@ class Memory:
                 raise result
 
     async def trim_feed(self) -> int:
-        """Drop events older than the namespace's ``feed_retention_ms`` now;
-        returns how many (writes also trim, a few events at a time)."""
+        """Drop events older than the namespace's ``feed_retention_ms``, and the
+        oldest while the feed is over ``feed_max_bytes``, now; returns how
+        many. Works in slices of at most 2,000 events (and 4 MiB read), one
+        call each, so other clients wait milliseconds, not seconds; writes
+        also trim, a few events at a time."""
         total = 0
-        keys = [K.feed(self.namespace), K.config(self.namespace)]
+        keys = [K.feed(self.namespace), K.feed_size(self.namespace), K.config(self.namespace)]
         while True:
-            dropped = await self._conn.functions.trim_feed(keys, self.namespace,
-                                                           limits.MAX_TRIM_PER_CALL)
+            dropped, more = await self._conn.functions.trim_feed(keys, self.namespace,
+                                                                 limits.TRIM_SLICE_EVENTS)
             total += dropped
-            if dropped < limits.MAX_TRIM_PER_CALL:
+            if not more:
                 return total
 
     # lifecycle

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from . import _validate as check
-from . import feed
+from . import feed, limits
 from . import keys as K
 from . import vectors as V
 from ._connection import Connection
@@ -30,7 +30,7 @@ from .types import (
 
 VectorItem = tuple[str, Any] | tuple[str, Any, Mapping[str, Any] | None]
 
-_BACKOFF_CAP = 0.05
+_BACKOFF_CAP = 0.1
 
 
 def _read(raw: bytes | None, revision: int) -> MemoryValue:
@@ -147,21 +147,37 @@ class MemoryScope:
                                                        self._conn.principal)
 
     async def update(self, key: str, fn: Callable[[Any], Any | Awaitable[Any]], *,
-                     attempts: int = 10) -> Any:
+                     timeout: float = 10.0, attempts: int | None = None) -> Any:
         """Read ``key``, apply ``fn`` to its value (None when absent) and write the
-        result only if nobody wrote in between; retry on conflict with jittered
-        backoff. The key keeps its expiry. ``fn`` may be sync or async.
+        result only if nobody wrote in between (compare-and-set); on a
+        conflict read again and retry, after a jittered backoff that doubles
+        from 1 ms up to 100 ms, until ``timeout`` seconds have passed (or
+        ``attempts`` tries were made, when given). The key keeps its expiry
+        (a key created here gets none). ``fn`` may be sync or async and may
+        run more than once. For counters, lists and objects under heavy
+        contention, ``incr``, ``append`` and ``merge`` never conflict.
 
         Returns:
             The value written.
 
         Raises:
-            ConflictError: every one of ``attempts`` tries met a concurrent write.
+            ConflictError: concurrent writers won every try until the
+                timeout (or ``attempts``) ran out.
         """
-        if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
-            raise ValueError(f"attempts must be a positive integer, got {attempts!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not (
+            0 < timeout <= 86_400
+        ):
+            raise InvalidArgumentError(f"timeout must be 0 < seconds <= 86400, got {timeout!r}")
+        if attempts is not None and (isinstance(attempts, bool) or not isinstance(attempts, int)
+                                     or attempts < 1):
+            raise InvalidArgumentError(f"attempts must be a positive integer, got {attempts!r}")
         check.check_key(key)
-        for attempt in range(attempts):
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        deadline = started + timeout
+        tries = 0
+        while True:
+            tries += 1
             current = await self.get(key)
             new = fn(current.value)
             if inspect.isawaitable(new):
@@ -171,14 +187,91 @@ class MemoryScope:
             try:
                 await self._set_items([item], "KEEPTTL")
             except ConflictError as exc:
-                if attempt == attempts - 1:
+                now = loop.time()
+                if now >= deadline or (attempts is not None and tries >= attempts):
                     raise ConflictError(
-                        f"update of {key!r} met a concurrent write on each of {attempts} attempts",
-                        key=key, expected=exc.expected, actual=exc.actual) from exc
-                await asyncio.sleep(random.uniform(0, min(_BACKOFF_CAP, 0.001 * 2**attempt)))
+                        f"update of {key!r} met a concurrent write on each of {tries} tries "
+                        f"in {now - started:.2f} s", key=key, expected=exc.expected,
+                        actual=exc.actual) from exc
+                backoff = random.uniform(0, min(_BACKOFF_CAP, 0.001 * 2 ** min(tries, 10)))
+                await asyncio.sleep(min(backoff, deadline - now))
                 continue
             return new
-        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _modify_keys(self, key: str) -> list[str]:
+        return [*self._scope_keys("value"), self._value_key(key)]
+
+    async def _modify(self, key: str, op: str, operand: str, ttl_seconds: float | None,
+                      max_items: str = "") -> tuple[int, bytes]:
+        ttl = "KEEPTTL" if ttl_seconds is None else check.ttl_arg(ttl_seconds)
+        ns, scope, sid = self._scope_args()
+        return await self._conn.functions.modify_value(
+            self._modify_keys(key), ns, scope, sid, ttl, self._conn.principal, key, op, operand,
+            max_items)
+
+    async def incr(self, key: str, by: int = 1, *, ttl_seconds: float | None = None
+                   ) -> MemoryValue:
+        """Add ``by`` to the integer at ``key`` (absent = 0) in one server-side
+        call: concurrent increments never conflict and none is lost. The
+        result stays within +-(2**53 - 1), the integers every JSON reader
+        holds exactly. ``ttl_seconds`` sets the expiry; None keeps the key's.
+
+        Returns:
+            The new value and its revision.
+
+        Raises:
+            ValueTypeError: the key holds something other than an integer.
+            InvalidArgumentError: ``by`` is not an integer, or the result
+                would leave the range.
+        """
+        check.check_key(key)
+        if isinstance(by, bool) or not isinstance(by, int) or abs(by) > limits.MAX_REVISION:
+            raise InvalidArgumentError(
+                f"by must be an integer within +-{limits.MAX_REVISION}, got {by!r}")
+        revision, text = await self._modify(key, "incr", str(by), ttl_seconds)
+        return MemoryValue(int(text), revision, True)
+
+    async def append(self, key: str, item: Any, *, max_items: int | None = None,
+                     ttl_seconds: float | None = None) -> int:
+        """Append ``item`` to the list at ``key`` (absent = []) in one
+        server-side call, keeping only the last ``max_items`` (a capped log);
+        concurrent appends never conflict. ``ttl_seconds`` sets the expiry;
+        None keeps the key's.
+
+        Returns:
+            The new revision.
+
+        Raises:
+            ValueTypeError: the key holds something other than a list.
+            ValueTooLargeError: the list would exceed ``max_value_bytes``.
+        """
+        check.check_key(key)
+        if max_items is not None and (isinstance(max_items, bool) or not isinstance(
+                max_items, int) or not 1 <= max_items <= limits.MAX_APPEND_ITEMS):
+            raise InvalidArgumentError(
+                f"max_items must be between 1 and {limits.MAX_APPEND_ITEMS}, got {max_items!r}")
+        text = check.canonical_json(item, self._conn.max_value_bytes)
+        revision, _ = await self._modify(key, "append", text, ttl_seconds,
+                                         "" if max_items is None else str(max_items))
+        return revision
+
+    async def merge(self, key: str, patch: Mapping[str, Any], *,
+                    ttl_seconds: float | None = None) -> int:
+        """Apply an RFC 7386 JSON merge patch to the object at ``key`` (absent,
+        or not an object = {}) in one server-side call: members of ``patch``
+        replace those of the value, nested objects merge, None deletes.
+        Concurrent merges never conflict. ``ttl_seconds`` sets the expiry;
+        None keeps the key's.
+
+        Returns:
+            The new revision.
+        """
+        check.check_key(key)
+        if not isinstance(patch, Mapping):
+            raise InvalidArgumentError(f"patch must be a dict, got {type(patch).__name__}")
+        text = check.canonical_json(dict(patch), self._conn.max_value_bytes)
+        revision, _ = await self._modify(key, "merge", text, ttl_seconds)
+        return revision
 
     async def keys(self, prefix: str | None = None, cursor: str | None = None,
                    limit: int | None = None, kind: KeyKind = "value") -> KeyPage:

@@ -290,7 +290,7 @@ class RedisMemoryStore:
         ns = self.namespace
         keys = [K.thread_events(ns, thread_id), K.thread_times(ns, thread_id)]
         if write:
-            keys += [K.thread_ids(ns, thread_id), K.threads(ns)]
+            keys += [K.thread_ids(ns, thread_id), K.threads(ns), K.config(ns)]
         return keys
 
     async def append_event(self, event: MemoryEvent) -> None:

@@ -97,9 +97,7 @@ def value_call(ns: str, key: str = "k", *, scope: str = "session", sid: str = "s
                json_text: str = "1", expected: str = "", ttl: str = "",
                principal: str = "me") -> list[Any]:
     """Raw FCALL arguments for redismem_set_values of one item."""
-    keys = [K.names(ns, "value", scope, sid), K.expiry(ns, "value", scope, sid),
-            K.revisions(ns, "value", scope, sid), K.feed(ns), K.sequence(ns), K.config(ns),
-            K.value(ns, scope, sid, key)]
+    keys = [*K.scope_writes(ns, "value", scope, sid), K.value(ns, scope, sid, key)]
     return ["redismem_set_values", len(keys), *keys, ns, scope, sid, ttl, principal, key,
             json_text, expected]
 
@@ -112,9 +110,7 @@ def import_call(ns: str, *, kind: str = "value", key: str = "k", json_text: str 
                 content: tuple[bytes | str, ...] | None = None, revision: str = "4",
                 ts: str = "5", by: str = "me", expires: str = "") -> list[Any]:
     """A raw FCALL of redismem_import_values (or _vectors), good unless told otherwise."""
-    keys = [K.names(ns, kind, "session", "s"), K.expiry(ns, kind, "session", "s"),  # type: ignore[arg-type]
-            K.revisions(ns, kind, "session", "s"), K.feed(ns), K.sequence(ns),  # type: ignore[arg-type]
-            K.config(ns)]
+    keys = K.scope_writes(ns, kind, "session", "s")  # type: ignore[arg-type]
     if kind == "vector":
         keys += [K.vector_dims(ns, "session", "s"), K.vector(ns, "session", "s", key)]
     else:
@@ -126,7 +122,7 @@ def import_call(ns: str, *, kind: str = "value", key: str = "k", json_text: str 
 def raw_cases(ns: str) -> list[tuple[list[Any], str]]:
     good = value_call(ns)
     wrong_key = list(good)
-    wrong_key[8] = "rm:{other}:val:session:s:k"
+    wrong_key[9] = "rm:{other}:val:session:s:k"
     return [
         (value_call(ns, json_text="{not json"), "INVALID_JSON"),
         (value_call(ns, json_text=""), "INVALID_JSON"),
@@ -150,16 +146,17 @@ def raw_cases(ns: str) -> list[tuple[list[Any], str]]:
         (value_call(ns, principal="a}b"), "INVALID_ID"),
         (value_call(ns + " x"), "INVALID_ID"),
         (value_call(ns + ":x"), "INVALID_ID"),
-        (wrong_key, "INVALID_ARGUMENT KEYS[7] must be"),
+        (wrong_key, "INVALID_ARGUMENT KEYS[8] must be"),
         (good[:-1], "INVALID_ARGUMENT"),
         (["redismem_set_values", 0, ns], "INVALID_ARGUMENT"),
         (["redismem_delete_value", 0, ns, "session", "s", "k", "", "me"], "INVALID_ARGUMENT"),
-        (["redismem_delete_value", 7, K.value(ns, "session", "s", "k"),
-          K.names(ns, "value", "session", "s"), K.expiry(ns, "value", "session", "s"),
-          K.revisions(ns, "value", "session", "s"), K.feed(ns), K.sequence(ns), K.config(ns),
+        (["redismem_delete_value", 8, K.value(ns, "session", "s", "k"),
+          *K.scope_writes(ns, "value", "session", "s"),
           ns, "session", "s", "k", "x", "me"], "INVALID_REVISION"),
-        (["redismem_trim_feed", 2, K.feed(ns), K.config(ns), ns, "0"], "INVALID_ARGUMENT"),
-        (["redismem_trim_feed", 2, K.feed(ns), K.sequence(ns), ns, ""], "INVALID_ARGUMENT"),
+        (["redismem_trim_feed", 3, K.feed(ns), K.feed_size(ns), K.config(ns), ns, "0"],
+         "INVALID_ARGUMENT"),
+        (["redismem_trim_feed", 3, K.feed(ns), K.feed_size(ns), K.sequence(ns), ns, ""],
+         "INVALID_ARGUMENT"),
         (["redismem_set_config", 1, K.config(ns), ns, "max_value_bytes", "12.5"],
          "INVALID_ARGUMENT"),
         (["redismem_set_config", 1, K.config(ns), ns, "vector_index", "flat",

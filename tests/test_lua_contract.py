@@ -69,6 +69,9 @@ async def test_python_wrappers_pass_the_keys_the_headers_list(rmem: redismem.Mem
     await scope.get_many(["a", "b", "c"])
     await scope.keys()
     await scope.delete("a")
+    await scope.incr("n")
+    await scope.append("l", 1)
+    await scope.merge("o", {"a": 1})
     await rmem.create_session("s2")
     await rmem.configure(max_value_bytes=4096)
     await rmem.trim_feed()
@@ -99,7 +102,7 @@ async def test_python_wrappers_pass_the_keys_the_headers_list(rmem: redismem.Mem
         fixed, variadic = header_keys(path)
         counts = recording.calls[f"redismem_{path.stem}"]
         if variadic:  # one more key per item: the calls above had 1 item, then 2 or 3
-            items = {"get_values": [1, 3], "get_vectors": [1], "import_values": [2],
+            items = {"get_values": [1, 3], "get_vectors": [1], "import_values": [5],
                      "import_vectors": [2]}.get(path.stem, [1, 2])
             assert counts == [fixed + n for n in items], path.name
         else:
@@ -114,9 +117,13 @@ def test_lua_and_python_settings_agree() -> None:
              re.findall(r"(\w+) = \{choices = \{([^}]*)\}", text)}
     symbolic = {name: (low, high) for name, low, high in re.findall(
         r"(\w+) = \{low = LIMITS\.(\w+), high = LIMITS\.(\w+)", text)}
-    assert symbolic == {"max_value_bytes": ("min_value_bytes_setting",
-                                            "max_value_bytes_ceiling")}
+    assert symbolic == {
+        "max_value_bytes": ("min_value_bytes_setting", "max_value_bytes_ceiling"),
+        "max_call_bytes": ("min_call_bytes_setting", "max_call_bytes_ceiling"),
+        "feed_max_bytes": ("min_feed_bytes_setting", "max_feed_bytes_ceiling")}
     bounds["max_value_bytes"] = (limits.MIN_VALUE_BYTES_SETTING, limits.MAX_VALUE_BYTES_CEILING)
+    bounds["max_call_bytes"] = (limits.MIN_CALL_BYTES_SETTING, limits.MAX_CALL_BYTES_CEILING)
+    bounds["feed_max_bytes"] = (limits.MIN_FEED_BYTES_SETTING, limits.MAX_FEED_BYTES_CEILING)
     bounds["feed_retention_ms"] = (1, limits.MAX_TTL_MS)
     assert "feed_retention_ms = {low = 1, high = LIMITS.max_ttl_ms" in text
     assert bounds == limits.SETTING_BOUNDS
@@ -141,7 +148,15 @@ def test_lua_and_python_limits_agree() -> None:
         "feed_retention_ms": limits.FEED_RETENTION_MS,
         "trim_per_write": limits.TRIM_PER_WRITE,
         "trim_every": limits.TRIM_EVERY,
-        "max_trim_per_call": limits.MAX_TRIM_PER_CALL,
+        "trim_slice_events": limits.TRIM_SLICE_EVENTS,
+        "trim_slice_bytes": limits.TRIM_SLICE_BYTES,
+        "max_call_bytes": limits.MAX_CALL_BYTES,
+        "max_call_bytes_ceiling": limits.MAX_CALL_BYTES_CEILING,
+        "min_call_bytes_setting": limits.MIN_CALL_BYTES_SETTING,
+        "feed_max_bytes": limits.FEED_MAX_BYTES,
+        "max_feed_bytes_ceiling": limits.MAX_FEED_BYTES_CEILING,
+        "min_feed_bytes_setting": limits.MIN_FEED_BYTES_SETTING,
+        "max_append_items": limits.MAX_APPEND_ITEMS,
         "max_vector_dim": limits.MAX_VECTOR_DIM,
         "max_metadata_bytes": limits.MAX_METADATA_BYTES,
         "max_events_per_call": limits.MAX_EVENTS_PER_CALL,

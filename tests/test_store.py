@@ -307,7 +307,7 @@ def test_unknown_fields_are_rejected() -> None:
 async def test_raw_fcall_rejects_bad_events(rmem: redismem.Memory) -> None:
     ns = rmem.namespace
     keys = [K.thread_events(ns, "t"), K.thread_times(ns, "t"), K.thread_ids(ns, "t"),
-            K.threads(ns)]
+            K.threads(ns), K.config(ns)]
     good = ('{"id":"e","payload":{},"tags":[],"thread_id":"t","timestamp":1,"type":"m",'
             '"user_id":null}')
     cases = [
@@ -322,11 +322,11 @@ async def test_raw_fcall_rejects_bad_events(rmem: redismem.Memory) -> None:
     before = await snapshot(rmem)
     for body, message in cases:
         with pytest.raises(Exception, match=message) as info:
-            await rmem.client.execute_command("FCALL", "redismem_append_events", 4, *keys, ns,
+            await rmem.client.execute_command("FCALL", "redismem_append_events", 5, *keys, ns,
                                               "t", good, body)
         assert str(info.value).startswith("INVALID_EVENT")
         assert await snapshot(rmem) == before  # the good event before it was not written
-    assert await rmem.client.execute_command("FCALL", "redismem_append_events", 4, *keys, ns,
+    assert await rmem.client.execute_command("FCALL", "redismem_append_events", 5, *keys, ns,
                                              "t", good, good) == [1, 0]
     with pytest.raises(Exception, match=r"^INVALID_ARGUMENT"):
         await rmem.client.execute_command("FCALL", "redismem_compact_thread", 3, *keys[:3], ns,

@@ -7,13 +7,14 @@
   KEYS[4] revisions hash  rm:{<ns>}:rev:val:<scope>:<sid>
   KEYS[5] feed stream     rm:{<ns>}:feed
   KEYS[6] feed counter    rm:{<ns>}:seq
-  KEYS[7] config hash     rm:{<ns>}:cfg
+  KEYS[7] feed size       rm:{<ns>}:feedsz
+  KEYS[8] config hash     rm:{<ns>}:cfg
   ARGV[1] namespace  ARGV[2] scope  ARGV[3] scope id  ARGV[4] key
   ARGV[5] expected revision ('' = any)   ARGV[6] principal
   Reply: 1 when a value was deleted, 0 when there was none.
   Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_KEY, INVALID_REVISION,
-          REVISION_CONFLICT
-  Feed: one "delete" event when a value was deleted; trims expired events.  ]]
+          REVISION_CONFLICT, REVISION_LIMIT, FEED_CORRUPT
+  Feed: one "delete" event when a value was deleted; trims the feed's head. ]]
 
 local function delete_value(keys, args)
   count_args(args, 6, 'namespace, scope, scope id, key, expected revision, principal')
@@ -21,10 +22,9 @@ local function delete_value(keys, args)
   local key = check_key(args[4])
   local expected = parse_expected(args[5])
   local principal = check_id('principal', args[6])
-  expect_keys(keys, 7)
+  expect_keys(keys, 8)
   local value_key = expect_key(keys, 1, SCHEMA.value(c, key))
   local w = scope_writer(keys, 2, c, 'value', principal)
-  w.now = now_ms()
   return remove_entry(w, value_key, key, expected)
 end
 

@@ -5,13 +5,14 @@
   KEYS[4] revisions hash  rm:{<ns>}:rev:vec:<scope>:<sid>
   KEYS[5] feed stream     rm:{<ns>}:feed
   KEYS[6] feed counter    rm:{<ns>}:seq
-  KEYS[7] config hash     rm:{<ns>}:cfg
-  KEYS[8] dimensions hash rm:{<ns>}:vdims:<scope>:<sid>
+  KEYS[7] feed size       rm:{<ns>}:feedsz
+  KEYS[8] config hash     rm:{<ns>}:cfg
+  KEYS[9] dimensions hash rm:{<ns>}:vdims:<scope>:<sid>
   ARGV[1] namespace  ARGV[2] scope  ARGV[3] scope id  ARGV[4] key
   ARGV[5] expected revision ('' = any)   ARGV[6] principal
   Reply: 1 when a vector was deleted, 0 when there was none.
   Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_KEY, INVALID_REVISION,
-          REVISION_CONFLICT
+          REVISION_CONFLICT, REVISION_LIMIT, FEED_CORRUPT
   Feed: one "delete" event (kind vector) when a vector was deleted.      ]]
 
 local function delete_vector(keys, args)
@@ -20,17 +21,16 @@ local function delete_vector(keys, args)
   local key = check_key(args[4])
   local expected = parse_expected(args[5])
   local principal = check_id('principal', args[6])
-  expect_keys(keys, 8)
+  expect_keys(keys, 9)
   local vector_key = expect_key(keys, 1, SCHEMA.vector(c, key))
   local w = scope_writer(keys, 2, c, 'vector', principal)
-  w.now = now_ms()
-  local dims_key = expect_key(keys, 8, SCHEMA.dims(c))
+  local dims_key = expect_key(keys, 9, SCHEMA.dims(c))
   local dim = tonumber(redis.call('HGET', vector_key, '_dim'))
-  local deleted = remove_entry(w, vector_key, key, expected)
-  if deleted == 1 and dim then
-    count_dim(dims_key, dim, -1)
-  end
-  return deleted
+  return remove_entry(w, vector_key, key, expected, function()
+    if dim then
+      count_dim(dims_key, dim, -1)
+    end
+  end)
 end
 
 register('redismem_delete_vector', delete_vector)

@@ -7,8 +7,9 @@
   KEYS[3] revisions hash  rm:{<ns>}:rev:val:<scope>:<sid>
   KEYS[4] feed stream     rm:{<ns>}:feed
   KEYS[5] feed counter    rm:{<ns>}:seq
-  KEYS[6] config hash     rm:{<ns>}:cfg
-  KEYS[6+i] value hash    rm:{<ns>}:val:<scope>:<sid>:<key i>
+  KEYS[6] feed size       rm:{<ns>}:feedsz
+  KEYS[7] config hash     rm:{<ns>}:cfg
+  KEYS[7+i] value hash    rm:{<ns>}:val:<scope>:<sid>:<key i>
   ARGV[1] namespace  ARGV[2] scope  ARGV[3] scope id
   ARGV[4] principal doing the import (recorded on the feed events)
   ARGV[6i-1] key i   ARGV[6i] canonical JSON i   ARGV[6i+1] revision i (>= 1)
@@ -17,7 +18,7 @@
   Reply: one integer per item: its revision when written, 0 when kept (the
          target's is the same or later) or already expired.
   Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_KEY, INVALID_JSON,
-          VALUE_TOO_LARGE, INVALID_REVISION
+          VALUE_TOO_LARGE, REQUEST_TOO_LARGE, INVALID_REVISION, FEED_CORRUPT
   Feed: one "set" event per value written (none for kept ones).          ]]
 
 local function import_values(keys, args)
@@ -25,9 +26,9 @@ local function import_values(keys, args)
   local c = scope_args(args, 1)
   local principal = check_id('principal', args[4])
   local count = item_count(args, 4, 6, 'key, value, revision, ts, writer, expiry')
-  expect_keys(keys, 6 + count)
+  expect_keys(keys, 7 + count)
   local w = scope_writer(keys, 1, c, 'value', principal)
-  local limit = config_get(w.config, 'max_value_bytes')
+  check_request(keys, args, w.settings.max_call_bytes)
 
   local items, seen = {}, {}
   for i = 1, count do
@@ -35,16 +36,24 @@ local function import_values(keys, args)
     local key = batch_key(seen, args[base])
     local item = imported_args(args, base + 2)
     item.key = key
-    item.value_key = expect_key(keys, 6 + i, SCHEMA.value(c, key))
-    item.json = check_json(args[base + 1], limit)
+    item.value_key = expect_key(keys, 7 + i, SCHEMA.value(c, key))
+    item.json = check_json(args[base + 1], w.settings.max_value_bytes)
     items[i] = item
   end
 
-  w.now = now_ms()
-  prune_expired(w.names, w.expiry, w.now)
+  begin_writes(w)
   local written = {}
   for i, item in ipairs(items) do
-    written[i] = import_entry(w, item.value_key, item.key, item, {'v', item.json}, item.json)
+    written[i] = import_wanted(w, item.value_key, item.key, item) and item.revision or 0
+    if written[i] > 0 then
+      plan_event(w, item.key, 'set', item.revision, item.json)
+    end
+  end
+  start_writing(w)
+  for i, item in ipairs(items) do
+    if written[i] > 0 then
+      import_entry(w, item.value_key, item.key, item, {'v', item.json})
+    end
   end
   finish_writes(w)
   return written

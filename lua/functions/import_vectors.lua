@@ -7,9 +7,10 @@
   KEYS[3] revisions hash  rm:{<ns>}:rev:vec:<scope>:<sid>
   KEYS[4] feed stream     rm:{<ns>}:feed
   KEYS[5] feed counter    rm:{<ns>}:seq
-  KEYS[6] config hash     rm:{<ns>}:cfg
-  KEYS[7] dimensions hash rm:{<ns>}:vdims:<scope>:<sid>
-  KEYS[7+i] vector hash   rm:{<ns>}:vec:<scope>:<sid>:<key i>
+  KEYS[6] feed size       rm:{<ns>}:feedsz
+  KEYS[7] config hash     rm:{<ns>}:cfg
+  KEYS[8] dimensions hash rm:{<ns>}:vdims:<scope>:<sid>
+  KEYS[8+i] vector hash   rm:{<ns>}:vec:<scope>:<sid>:<key i>
   ARGV[1] namespace  ARGV[2] scope  ARGV[3] scope id
   ARGV[4] principal doing the import (recorded on the feed events)
   ARGV[7i-2] key i   ARGV[7i-1] embedding i (float32 little-endian bytes)
@@ -19,7 +20,7 @@
   Reply: one integer per item: its revision when written, 0 when kept (the
          target's is the same or later) or already expired.
   Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_KEY, INVALID_VECTOR,
-          INVALID_METADATA, INVALID_REVISION
+          INVALID_METADATA, REQUEST_TOO_LARGE, INVALID_REVISION, FEED_CORRUPT
   Feed: one "set" event (kind vector, no value) per vector written.       ]]
 
 local function import_vectors(keys, args)
@@ -27,9 +28,10 @@ local function import_vectors(keys, args)
   local c = scope_args(args, 1)
   local principal = check_id('principal', args[4])
   local count = item_count(args, 4, 7, 'key, embedding, metadata, revision, ts, writer, expiry')
-  expect_keys(keys, 7 + count)
+  expect_keys(keys, 8 + count)
   local w = scope_writer(keys, 1, c, 'vector', principal)
-  local dims_key = expect_key(keys, 7, SCHEMA.dims(c))
+  check_request(keys, args, w.settings.max_call_bytes)
+  local dims_key = expect_key(keys, 8, SCHEMA.dims(c))
   local scope_tag = to_hex(c.scope .. ':' .. c.sid)
 
   local items, seen = {}, {}
@@ -38,19 +40,25 @@ local function import_vectors(keys, args)
     local key = batch_key(seen, args[base])
     local item = imported_args(args, base + 3)
     item.key = key
-    item.vector_key = expect_key(keys, 7 + i, SCHEMA.vector(c, key))
+    item.vector_key = expect_key(keys, 8 + i, SCHEMA.vector(c, key))
     item.fields, item.dim = vector_fields(args[base + 1], args[base + 2], scope_tag)
     items[i] = item
   end
 
-  w.now = now_ms()
-  prune_expired(w.names, w.expiry, w.now)
+  begin_writes(w)
   local written = {}
   for i, item in ipairs(items) do
-    local old_dim = tonumber(redis.call('HGET', item.vector_key, '_dim'))
-    written[i] = import_entry(w, item.vector_key, item.key, item, item.fields, nil)
+    written[i] = import_wanted(w, item.vector_key, item.key, item) and item.revision or 0
     if written[i] > 0 then
-      recount_dim(dims_key, old_dim, item.dim)
+      item.old_dim = tonumber(redis.call('HGET', item.vector_key, '_dim'))
+      plan_event(w, item.key, 'set', item.revision, nil)
+    end
+  end
+  start_writing(w)
+  for i, item in ipairs(items) do
+    if written[i] > 0 then
+      import_entry(w, item.vector_key, item.key, item, item.fields)
+      recount_dim(dims_key, item.old_dim, item.dim)
     end
   end
   finish_writes(w)

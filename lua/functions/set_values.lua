@@ -5,8 +5,9 @@
   KEYS[3] revisions hash  rm:{<ns>}:rev:val:<scope>:<sid>
   KEYS[4] feed stream     rm:{<ns>}:feed
   KEYS[5] feed counter    rm:{<ns>}:seq
-  KEYS[6] config hash     rm:{<ns>}:cfg
-  KEYS[6+i] value hash    rm:{<ns>}:val:<scope>:<sid>:<key i>
+  KEYS[6] feed size       rm:{<ns>}:feedsz
+  KEYS[7] config hash     rm:{<ns>}:cfg
+  KEYS[7+i] value hash    rm:{<ns>}:val:<scope>:<sid>:<key i>
   ARGV[1] namespace  ARGV[2] scope  ARGV[3] scope id
   ARGV[4] ttl: '' = no expiry, 'KEEPTTL' = keep each key's expiry, else ms
   ARGV[5] principal
@@ -14,8 +15,9 @@
              revision i ('' = any, '0' = only when absent)
   Reply: array of the new revisions, in item order.
   Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_KEY, INVALID_JSON,
-          VALUE_TOO_LARGE, INVALID_TTL, INVALID_REVISION, REVISION_CONFLICT
-  Feed: one "set" event per item, in item order; trims expired events.   ]]
+          VALUE_TOO_LARGE, REQUEST_TOO_LARGE, INVALID_TTL, INVALID_REVISION,
+          REVISION_CONFLICT, REVISION_LIMIT, FEED_CORRUPT
+  Feed: one "set" event per item, in item order; trims the feed's head.  ]]
 
 local function set_values(keys, args)
   count_args(args, 8, 'namespace, scope, scope id, ttl, principal, then key, value, expected revision')
@@ -23,28 +25,33 @@ local function set_values(keys, args)
   local ttl = parse_ttl(args[4])
   local principal = check_id('principal', args[5])
   local count = item_count(args, 5, 3, 'key, value, expected revision')
-  expect_keys(keys, 6 + count)
+  expect_keys(keys, 7 + count)
   local w = scope_writer(keys, 1, c, 'value', principal)
   w.ttl = ttl
-  local limit = config_get(w.config, 'max_value_bytes')
+  check_request(keys, args, w.settings.max_call_bytes)
 
   local items, seen = {}, {}
   for i = 1, count do
     local base = 3 + 3 * i
     local key = batch_key(seen, args[base])
-    local value_key = expect_key(keys, 6 + i, SCHEMA.value(c, key))
-    local json = check_json(args[base + 1], limit)
+    local value_key = expect_key(keys, 7 + i, SCHEMA.value(c, key))
+    local json = check_json(args[base + 1], w.settings.max_value_bytes)
     local expected = parse_expected(args[base + 2])
     local current = tonumber(redis.call('HGET', value_key, 'rev')) or 0
     check_expected(key, expected, current)
-    items[i] = {key = key, value_key = value_key, json = json, current = current}
+    items[i] = {key = key, value_key = value_key, json = json, current = current,
+                revision = plan_revision(w, key, current)}
   end
 
-  w.now = now_ms()
-  prune_expired(w.names, w.expiry, w.now)
+  begin_writes(w)
+  for _, item in ipairs(items) do
+    plan_event(w, item.key, 'set', item.revision, item.json)
+  end
+  start_writing(w)
   local revisions = {}
   for i, item in ipairs(items) do
-    revisions[i] = store_entry(w, item.value_key, item.key, item.current, {'v', item.json}, item.json)
+    store_entry(w, item.value_key, item.key, item.current > 0, item.revision, {'v', item.json})
+    revisions[i] = item.revision
   end
   finish_writes(w)
   return revisions

@@ -5,9 +5,10 @@
   KEYS[3] revisions hash  rm:{<ns>}:rev:vec:<scope>:<sid>
   KEYS[4] feed stream     rm:{<ns>}:feed
   KEYS[5] feed counter    rm:{<ns>}:seq
-  KEYS[6] config hash     rm:{<ns>}:cfg
-  KEYS[7] dimensions hash rm:{<ns>}:vdims:<scope>:<sid>
-  KEYS[7+i] vector hash   rm:{<ns>}:vec:<scope>:<sid>:<key i>
+  KEYS[6] feed size       rm:{<ns>}:feedsz
+  KEYS[7] config hash     rm:{<ns>}:cfg
+  KEYS[8] dimensions hash rm:{<ns>}:vdims:<scope>:<sid>
+  KEYS[8+i] vector hash   rm:{<ns>}:vec:<scope>:<sid>:<key i>
   ARGV[1] namespace  ARGV[2] scope  ARGV[3] scope id
   ARGV[4] ttl: '' = no expiry, 'KEEPTTL' = keep each key's expiry, else ms
   ARGV[5] principal
@@ -15,7 +16,8 @@
   ARGV[4+4i] metadata i (JSON object)   ARGV[5+4i] expected revision i
   Reply: array of the new revisions, in item order.
   Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_KEY, INVALID_VECTOR,
-          INVALID_METADATA, INVALID_TTL, INVALID_REVISION, REVISION_CONFLICT
+          INVALID_METADATA, REQUEST_TOO_LARGE, INVALID_TTL, INVALID_REVISION,
+          REVISION_CONFLICT, REVISION_LIMIT, FEED_CORRUPT
   Feed: one "set" event (kind vector, no value) per item; trims expired events. ]]
 
 local function set_vectors(keys, args)
@@ -24,32 +26,38 @@ local function set_vectors(keys, args)
   local ttl = parse_ttl(args[4])
   local principal = check_id('principal', args[5])
   local count = item_count(args, 5, 4, 'key, embedding, metadata, expected revision')
-  expect_keys(keys, 7 + count)
+  expect_keys(keys, 8 + count)
   local w = scope_writer(keys, 1, c, 'vector', principal)
   w.ttl = ttl
-  local dims_key = expect_key(keys, 7, SCHEMA.dims(c))
+  check_request(keys, args, w.settings.max_call_bytes)
+  local dims_key = expect_key(keys, 8, SCHEMA.dims(c))
   local scope_tag = to_hex(c.scope .. ':' .. c.sid)
 
   local items, seen = {}, {}
   for i = 1, count do
     local base = 2 + 4 * i
     local key = batch_key(seen, args[base])
-    local vector_key = expect_key(keys, 7 + i, SCHEMA.vector(c, key))
+    local vector_key = expect_key(keys, 8 + i, SCHEMA.vector(c, key))
     local fields, dim = vector_fields(args[base + 1], args[base + 2], scope_tag)
     local expected = parse_expected(args[base + 3])
     local stored = redis.call('HMGET', vector_key, 'rev', '_dim')
     local current = tonumber(stored[1]) or 0
     check_expected(key, expected, current)
     items[i] = {key = key, vector_key = vector_key, current = current, dim = dim,
-                old_dim = tonumber(stored[2]), fields = fields}
+                old_dim = tonumber(stored[2]), fields = fields,
+                revision = plan_revision(w, key, current)}
   end
 
-  w.now = now_ms()
-  prune_expired(w.names, w.expiry, w.now)
+  begin_writes(w)
+  for _, item in ipairs(items) do
+    plan_event(w, item.key, 'set', item.revision, nil)
+  end
+  start_writing(w)
   local revisions = {}
   for i, item in ipairs(items) do
     recount_dim(dims_key, item.old_dim, item.dim)
-    revisions[i] = store_entry(w, item.vector_key, item.key, item.current, item.fields, nil)
+    store_entry(w, item.vector_key, item.key, item.current > 0, item.revision, item.fields)
+    revisions[i] = item.revision
   end
   finish_writes(w)
   return revisions

@@ -1,23 +1,28 @@
---[[ redismem_trim_feed: drop change events older than the namespace's
-  feed_retention_ms from the head of its feed (writes also do this, a few
-  events at a time).
+--[[ redismem_trim_feed: drop change events from the head of the feed that
+  are older than the namespace's feed_retention_ms, or while the feed is
+  over feed_max_bytes; one bounded slice (writes also trim, a few events at
+  a time). Call again while the reply says more may be due.
   KEYS[1] feed stream   rm:{<ns>}:feed
-  KEYS[2] config hash   rm:{<ns>}:cfg
-  ARGV[1] namespace  ARGV[2] most events to drop ('' = 10000; 1..100000)
-  Reply: the number of events dropped.
-  Errors: INVALID_ARGUMENT, INVALID_ID                                    ]]
+  KEYS[2] feed size     rm:{<ns>}:feedsz
+  KEYS[3] config hash   rm:{<ns>}:cfg
+  ARGV[1] namespace  ARGV[2] most events to drop ('' = 2000; 1..2000)
+  Reply: {events dropped, 1 when a slice budget stopped it (call again), else 0}.
+  Errors: INVALID_ARGUMENT, INVALID_ID, FEED_CORRUPT                     ]]
 
 local function trim_feed_now(keys, args)
   count_args(args, 2, 'namespace, most events to drop')
   local c = {ns = check_id('namespace', args[1])}
-  local budget = 10000
+  local budget = LIMITS.trim_slice_events
   if args[2] ~= '' then
-    budget = parse_int('most events to drop', args[2], 1, LIMITS.max_trim_per_call)
+    budget = parse_int('most events to drop', args[2], 1, LIMITS.trim_slice_events)
   end
-  expect_keys(keys, 2)
-  local feed_key = expect_key(keys, 1, SCHEMA.feed(c))
-  local config_key = expect_key(keys, 2, SCHEMA.config(c))
-  return trim_feed(feed_key, config_key, now_ms(), budget)
+  expect_keys(keys, 3)
+  local f = {feed = expect_key(keys, 1, SCHEMA.feed(c)),
+             feed_size = expect_key(keys, 2, SCHEMA.feed_size(c))}
+  f.settings = write_settings(expect_key(keys, 3, SCHEMA.config(c)))
+  f.feed_bytes = stored_count(f.feed_size, 'the feed size counter')
+  local dropped, stopped = trim_head(f, now_ms(), budget)
+  return {dropped, stopped and 1 or 0}
 end
 
 register('redismem_trim_feed', trim_feed_now)

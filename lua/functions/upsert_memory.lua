@@ -10,7 +10,7 @@
   ARGV[6] optional: 'newer' keeps a stored record whose updated_at is the
           same or later (an import)
   Reply: 1 when created, 0 when replaced, -1 when kept ('newer').
-  Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_KEY, INVALID_MEMORY,
+  Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_KEY, INVALID_MEMORY, REQUEST_TOO_LARGE,
           INVALID_VECTOR (also a dimension other than the namespace's)     ]]
 
 local function upsert_memory(keys, args)
@@ -22,8 +22,9 @@ local function upsert_memory(keys, args)
   local memory_key = expect_key(keys, 1, SCHEMA.memory(c, user, id))
   local user_key = expect_key(keys, 2, SCHEMA.memories(c, user))
   local dim_key = expect_key(keys, 3, SCHEMA.memory_dim(c))
-  local config_key = expect_key(keys, 4, SCHEMA.config(c))
-  local m = check_memory(args[4], user, id, config_get(config_key, 'max_value_bytes'))
+  local settings = write_settings(expect_key(keys, 4, SCHEMA.config(c)))
+  check_request(keys, args, settings.max_call_bytes)
+  local m = check_memory(args[4], user, id, settings.max_value_bytes)
   if args[6] ~= nil and args[6] ~= '' and args[6] ~= 'newer' then
     fail('INVALID_ARGUMENT', "ARGV[6] must be 'newer' or empty, got " .. show(args[6]))
   end

@@ -316,3 +316,68 @@ local function json_fields(node)
   end
   return fields
 end
+
+-- Text for a string as Python's json.dumps(ensure_ascii=False) writes it.
+local QUOTED = {['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f', ['\n'] = '\\n',
+                ['\r'] = '\\r', ['\t'] = '\\t', ['\127'] = '\127'}
+
+local function json_quote(text)
+  return '"' .. string.gsub(text, '[%c"\\]', function(c)
+    return QUOTED[c] or string.format('\\u%04x', string.byte(c))
+  end) .. '"'
+end
+
+-- Byte order, which is code point order for UTF-8 (Python sorts keys so);
+-- `<` on strings follows the server's locale.
+local function bytes_less(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then
+      return x < y
+    end
+  end
+  return #a < #b
+end
+
+-- RFC 7386: the text of `patch` (an object node of patch_text) merged into
+-- `target` (a node of target_text, or nil). Members come out sorted by
+-- name; values that are not merged keep their text.
+local function json_merge(target_text, target, patch_text, patch)
+  if patch.t ~= 'object' then
+    return string.sub(patch_text, patch.s, patch.e)
+  end
+  local members, names = {}, {}
+  if target and target.t == 'object' then
+    for _, member in ipairs(target.v) do
+      if members[member.key] == nil then
+        names[#names + 1] = member.key
+      end
+      members[member.key] = {text = target_text, node = member.node}
+    end
+  end
+  for _, member in ipairs(patch.v) do
+    local old = members[member.key]
+    if member.node.t == 'null' then
+      if old then
+        old.deleted = true
+      end
+    else
+      if old == nil then
+        names[#names + 1] = member.key
+      end
+      local merged = json_merge(old and not old.deleted and old.text or nil,
+                                old and not old.deleted and old.node or nil, patch_text, member.node)
+      members[member.key] = {merged = merged}
+    end
+  end
+  table.sort(names, bytes_less)
+  local parts = {}
+  for _, name in ipairs(names) do
+    local m = members[name]
+    if not m.deleted then
+      local text = m.merged or string.sub(m.text, m.node.s, m.node.e)
+      parts[#parts + 1] = json_quote(name) .. ':' .. text
+    end
+  end
+  return '{' .. table.concat(parts, ',') .. '}'
+end

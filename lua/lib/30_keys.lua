@@ -15,6 +15,7 @@ local SCHEMA = {
   revisions = function(c, tag) return key_base(c.ns) .. 'rev:' .. tag .. ':' .. c.scope .. ':' .. c.sid end,
   feed = function(c) return key_base(c.ns) .. 'feed' end,
   sequence = function(c) return key_base(c.ns) .. 'seq' end,
+  feed_size = function(c) return key_base(c.ns) .. 'feedsz' end,
   config = function(c) return key_base(c.ns) .. 'cfg' end,
   sessions = function(c) return key_base(c.ns) .. 'sessions' end,
   thread_events = function(c, thread) return key_base(c.ns) .. 'thr:' .. thread .. ':ev' end,

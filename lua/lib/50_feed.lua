@@ -1,19 +1,61 @@
---[[ feed: the namespace change feed. One INCR of rm:{ns}:seq and one XADD
-  to rm:{ns}:feed with entry id <sequence>-0 per change, in the same call as
-  the change, so the sequence has no gaps. Entry fields: scope, sid, key,
-  kind, action, rev, by, ts, and either value (canonical JSON of at most
-  feed_value_bytes) or omitted=1. Vector and delete events carry neither.
-  Retention: trim_feed drops events older than the namespace's
-  feed_retention_ms from the head of the feed, examining at most `budget`
-  events. Writes call it through trim_after_writes each time the sequence
-  passes a multiple of trim_every, with trim_every x trim_per_write events
-  of budget: bounded work, trim_per_write events per write on average, and
-  no look at the feed's head on the other writes.                        ]]
+--[[ feed: the namespace change feed. One XADD to rm:{ns}:feed with entry id
+  <sequence>-0 per change, in the same call as the change, and rm:{ns}:seq
+  set to the last sequence, so the sequence has no gaps. Entry fields:
+  scope, sid, key, kind, action, rev, by, ts, and either value (canonical
+  JSON of at most feed_value_bytes) or omitted=1. Vector and delete events
+  carry neither.
+  Writes run in two phases. prepare_feed reads the counter and the feed's
+  size before anything is written, and plan_event records each change's
+  event; publish then appends them, the first XADD before any other write of
+  the call, so a call whose event cannot be appended changes nothing. A lost
+  counter (DEL, eviction) is healed from the stream's last-generated-id,
+  which survives trimming; a counter that is not an integer is refused.
+  Bounds: events older than feed_retention_ms, and the oldest events while
+  the feed holds more than feed_max_bytes (the field bytes of its entries
+  plus EVENT_OVERHEAD each, counted in rm:{ns}:feedsz). Trimming drops
+  events from the head only, so a cursor before the head is reported
+  (CursorExpiredError), never skipped, and works in slices: at most
+  trim_slice_events events and trim_slice_bytes bytes read per call. Writes
+  trim for age each time the sequence passes a multiple of trim_every (up
+  to trim_every x trim_per_write events), and for size whenever the feed is
+  over its bound (twice the events they appended, plus trim_per_write).  ]]
 
-local function append_event(feed_key, seq_key, c, key, kind, action, revision, principal, ts, json)
-  local sequence = redis.call('INCR', seq_key)
-  local fields = {'scope', c.scope, 'sid', c.sid, 'key', key, 'kind', kind, 'action', action,
-                  'rev', int_string(revision), 'by', principal, 'ts', int_string(ts)}
+local EVENT_OVERHEAD = 64
+
+-- A counter key's value, 0 when absent; FEED_CORRUPT when it is not an integer.
+local function stored_count(key, what)
+  local raw = redis.call('GET', key)
+  if not raw then
+    return 0
+  end
+  local count = string.find(raw, '^%d+$') and #raw <= 16 and tonumber(raw)
+  if not count then
+    fail('FEED_CORRUPT', what .. ' ' .. show(key) .. ' holds ' .. show(raw) .. ', not a count')
+  end
+  return count
+end
+
+-- Before the first write: the counter and the feed's size; w gains
+-- sequence, feed_bytes and an empty list of planned events.
+local function prepare_feed(w)
+  w.sequence = stored_count(w.seq, 'the feed sequence counter')
+  w.feed_bytes = stored_count(w.feed_size, 'the feed size counter')
+  w.events = {}
+end
+
+local function event_bytes(fields)
+  local total = EVENT_OVERHEAD
+  for i = 1, #fields do
+    total = total + #fields[i]
+  end
+  return total
+end
+
+-- Record the event of one change; publish appends it.
+local function plan_event(w, key, action, revision, json)
+  local fields = {'scope', w.c.scope, 'sid', w.c.sid, 'key', key, 'kind', w.kind,
+                  'action', action, 'rev', int_string(revision), 'by', w.principal,
+                  'ts', int_string(w.now)}
   if json then
     if #json <= LIMITS.feed_value_bytes then
       fields[#fields + 1] = 'value'
@@ -23,12 +65,55 @@ local function append_event(feed_key, seq_key, c, key, kind, action, revision, p
       fields[#fields + 1] = '1'
     end
   end
-  redis.call('XADD', feed_key, int_string(sequence) .. '-0', unpack(fields))
-  return sequence
+  w.events[#w.events + 1] = fields
+end
+
+-- The last sequence the stream ever generated (kept when trimmed), or nil.
+local function last_generated(feed_key)
+  local info = redis.pcall('XINFO', 'STREAM', feed_key)
+  if type(info) ~= 'table' or info.err then
+    return nil
+  end
+  for i = 1, #info - 1, 2 do
+    if info[i] == 'last-generated-id' then
+      return tonumber(string.match(info[i + 1], '^(%d+)'))
+    end
+  end
+  return nil
+end
+
+-- Append the planned events: the first write of the call. Sets
+-- w.first_seq and w.last_seq when it appended any.
+local function publish(w)
+  if #w.events == 0 then
+    return
+  end
+  local first = w.sequence + 1
+  local reply = redis.pcall('XADD', w.feed, int_string(first) .. '-0', unpack(w.events[1]))
+  if type(reply) == 'table' and reply.err then
+    local last = last_generated(w.feed)
+    if not last or last < first then
+      fail('FEED_CORRUPT', 'cannot append to the feed ' .. show(w.feed) .. ': ' .. tostring(reply.err))
+    end
+    first = last + 1 -- the counter was lost: go on from the stream
+    reply = redis.pcall('XADD', w.feed, int_string(first) .. '-0', unpack(w.events[1]))
+    if type(reply) == 'table' and reply.err then
+      fail('FEED_CORRUPT', 'cannot append to the feed ' .. show(w.feed) .. ': ' .. tostring(reply.err))
+    end
+  end
+  local added = event_bytes(w.events[1])
+  for i = 2, #w.events do
+    redis.call('XADD', w.feed, int_string(first + i - 1) .. '-0', unpack(w.events[i]))
+    added = added + event_bytes(w.events[i])
+  end
+  w.first_seq, w.last_seq = first, first + #w.events - 1
+  redis.call('SET', w.seq, int_string(w.last_seq))
+  w.feed_bytes = w.feed_bytes + added
+  redis.call('SET', w.feed_size, int_string(w.feed_bytes))
 end
 
 local function event_ts(fields)
-  for i = 1, #fields, 2 do
+  for i = 1, #fields - 1, 2 do
     if fields[i] == 'ts' then
       return tonumber(fields[i + 1]) or 0
     end
@@ -36,44 +121,72 @@ local function event_ts(fields)
   return 0
 end
 
--- Drop expired events from the head of the feed; returns how many. When the
--- oldest event is still retained this costs one XRANGE of one entry; only
--- otherwise are up to `budget` events read.
-local function trim_feed(feed_key, config_key, now, budget)
-  local oldest = redis.call('XRANGE', feed_key, '-', '+', 'COUNT', 1)
+-- Drop events from the head while they are older than the retention or the
+-- feed is over feed_max_bytes: at most max_events, reading at most
+-- trim_slice_bytes. f = {feed, feed_size, feed_bytes, settings}. Returns
+-- the number dropped and whether a budget stopped it (more may be due).
+local function trim_head(f, now, max_events)
+  local cutoff = now - f.settings.feed_retention_ms
+  local bound = f.settings.feed_max_bytes
+  local oldest = redis.call('XRANGE', f.feed, '-', '+', 'COUNT', 1)
   if #oldest == 0 then
-    return 0
-  end
-  local cutoff = now - config_get(config_key, 'feed_retention_ms')
-  if event_ts(oldest[1][2]) >= cutoff then
-    return 0
-  end
-  local trimmed = 0
-  while budget > 0 do
-    local batch = redis.call('XRANGE', feed_key, '-', '+', 'COUNT', math.min(budget, 1000))
-    local old = 0
-    while old < #batch and event_ts(batch[old + 1][2]) < cutoff do
-      old = old + 1
+    if f.feed_bytes ~= 0 then
+      f.feed_bytes = 0
+      redis.call('SET', f.feed_size, '0')
     end
-    if old == 0 then
+    return 0, false
+  end
+  if event_ts(oldest[1][2]) >= cutoff and f.feed_bytes <= bound then
+    return 0, false
+  end
+  local dropped, read, stopped = 0, 0, false
+  while true do
+    if dropped >= max_events then
+      stopped = true
       break
     end
-    local last_old = tonumber(string.match(batch[old][1], '^(%d+)'))
-    redis.call('XTRIM', feed_key, 'MINID', int_string(last_old + 1) .. '-0')
-    trimmed = trimmed + old
-    budget = budget - old
-    if old < #batch then
+    local batch = redis.call('XRANGE', f.feed, '-', '+', 'COUNT', math.min(64, max_events - dropped))
+    local count, freed, last_id = 0, 0, nil
+    for _, entry in ipairs(batch) do
+      if event_ts(entry[2]) >= cutoff and f.feed_bytes - freed <= bound then
+        break
+      end
+      local size = event_bytes(entry[2])
+      count, freed, last_id = count + 1, freed + size, entry[1]
+      read = read + size
+      if read >= LIMITS.trim_slice_bytes then
+        stopped = true
+        break
+      end
+    end
+    if count > 0 then
+      local sequence = tonumber(string.match(last_id, '^(%d+)'))
+      redis.call('XTRIM', f.feed, 'MINID', int_string(sequence + 1) .. '-0')
+      dropped, f.feed_bytes = dropped + count, math.max(f.feed_bytes - freed, 0)
+    end
+    if stopped or count < #batch or #batch == 0 then
       break
     end
   end
-  return trimmed
+  if dropped > 0 then
+    redis.call('SET', f.feed_size, int_string(f.feed_bytes))
+  end
+  return dropped, stopped
 end
 
--- Trim after a write call that appended the events first_seq..last_seq.
-local function trim_after_writes(feed_key, config_key, now, first_seq, last_seq)
+-- After a write call's events: trim for age each time the sequence passed a
+-- multiple of trim_every, and for size when the feed is over its bound.
+local function trim_after_writes(w)
+  if not w.first_seq then
+    return
+  end
   local every = LIMITS.trim_every
-  local crossed = math.floor(last_seq / every) - math.floor((first_seq - 1) / every)
-  if crossed > 0 then
-    trim_feed(feed_key, config_key, now, crossed * every * LIMITS.trim_per_write)
+  local crossed = math.floor(w.last_seq / every) - math.floor((w.first_seq - 1) / every)
+  local budget = crossed * every * LIMITS.trim_per_write
+  if w.feed_bytes > w.settings.feed_max_bytes then
+    budget = budget + 2 * #w.events + LIMITS.trim_per_write
+  end
+  if budget > 0 then
+    trim_head(w, w.now, budget)
   end
 end

@@ -1,38 +1,26 @@
---[[ names: the per-scope listing of live key names.
+--[[ names: the per-scope listing of live key names, revisions, and the
+  two-phase write of scope entries (values and vectors).
   rm:{ns}:keys:<kind>:<scope>:<sid>  zset, score 0, ordered by name
   rm:{ns}:exp:<kind>:<scope>:<sid>   zset, score = expiry time in ms
   rm:{ns}:rev:<kind>:<scope>:<sid>   hash, name -> last revision issued
   The revision hash outlives deletes and expiry, so a re-created key goes on
   from its last revision and a stale expected revision can never match it
-  again. Expired names are hidden by readers and dropped, a bounded number
-  at a time, by writers.                                                 ]]
+  again. A change takes one past both the last issued and the current
+  revision; past max_revision it is refused (REVISION_LIMIT), so revisions
+  always increase. Expired names are hidden by readers and dropped, a
+  bounded number at a time, by writers. Invariant: a name is in the expiry
+  zset exactly when its entry has an expiry, at that time, so a name is
+  listed exactly when its entry can be read.
+  A write call: scope_writer (keys, settings), per item the reads and
+  checks (current revision, plan_revision, check_expected), begin_writes
+  (clock, feed counters), plan_event per change, then publish (the first
+  write), the entries, and finish_writes (pruning, trimming).            ]]
 
 local PRUNE_PER_WRITE = 16
-
-local function prune_expired(names_key, expiry_key, now)
-  local expired = redis.call('ZRANGEBYSCORE', expiry_key, '-inf', '(' .. int_string(now),
-                             'LIMIT', 0, PRUNE_PER_WRITE)
-  if #expired > 0 then
-    redis.call('ZREM', names_key, unpack(expired))
-    redis.call('ZREM', expiry_key, unpack(expired))
-  end
-end
 
 local function is_expired(expiry_key, name, now)
   local at = redis.call('ZSCORE', expiry_key, name)
   return at ~= false and at ~= nil and tonumber(at) < now
-end
-
--- The next revision for `name`: one past both its last issued and its current
--- (the last issued is never behind the current one unless data was restored
--- by hand, so one HINCRBY does it in the normal case).
-local function next_revision(revisions_key, name, current)
-  local revision = redis.call('HINCRBY', revisions_key, name, 1)
-  if revision <= current then
-    revision = current + 1
-    redis.call('HSET', revisions_key, name, int_string(revision))
-  end
-  return revision
 end
 
 local function check_expected(name, expected, current)
@@ -42,21 +30,32 @@ local function check_expected(name, expected, current)
   end
 end
 
--- The keys and settings one write call shares across its items:
--- w = {c, kind ('value'|'vector'), names, expiry, revisions, feed, seq, config,
---      ttl ('' | 'KEEPTTL' | ms), principal, now}
-
--- w from the six keys every scope write passes in this order, from KEYS[first]:
--- names zset, expiry zset, revisions hash, feed stream, feed counter, config.
+-- w from the seven keys every scope write passes in this order, from
+-- KEYS[first]: names zset, expiry zset, revisions hash, feed stream, feed
+-- counter, feed size counter, config; with the namespace's write settings.
 local function scope_writer(keys, first, c, kind, principal)
   local tag = kind_tag(kind)
-  return {c = c, kind = kind, principal = principal,
-          names = expect_key(keys, first, SCHEMA.names(c, tag)),
-          expiry = expect_key(keys, first + 1, SCHEMA.expiry(c, tag)),
-          revisions = expect_key(keys, first + 2, SCHEMA.revisions(c, tag)),
-          feed = expect_key(keys, first + 3, SCHEMA.feed(c)),
-          seq = expect_key(keys, first + 4, SCHEMA.sequence(c)),
-          config = expect_key(keys, first + 5, SCHEMA.config(c))}
+  local w = {c = c, kind = kind, principal = principal,
+             names = expect_key(keys, first, SCHEMA.names(c, tag)),
+             expiry = expect_key(keys, first + 1, SCHEMA.expiry(c, tag)),
+             revisions = expect_key(keys, first + 2, SCHEMA.revisions(c, tag)),
+             feed = expect_key(keys, first + 3, SCHEMA.feed(c)),
+             seq = expect_key(keys, first + 4, SCHEMA.sequence(c)),
+             feed_size = expect_key(keys, first + 5, SCHEMA.feed_size(c)),
+             config = expect_key(keys, first + 6, SCHEMA.config(c))}
+  w.settings = write_settings(w.config)
+  return w
+end
+
+-- The revision the next change of `name` takes (read before any write).
+local function plan_revision(w, name, current)
+  local issued = tonumber(redis.call('HGET', w.revisions, name)) or 0
+  local revision = math.max(issued, current) + 1
+  if revision > LIMITS.max_revision then
+    fail('REVISION_LIMIT', 'key ' .. show(name) .. ' is at revision ' .. int_string(revision - 1)
+         .. ', the largest there is: it cannot change again')
+  end
+  return revision
 end
 
 -- A batch item's key, checked, and not already in this call (`seen`).
@@ -69,11 +68,25 @@ local function batch_key(seen, text)
   return key
 end
 
--- After a write call's entries: trim the feed if they appended events.
-local function finish_writes(w)
-  if w.first_seq then
-    trim_after_writes(w.feed, w.config, w.now, w.first_seq, w.last_seq)
+-- After the reads and checks: the clock and the feed counters.
+local function begin_writes(w)
+  w.now = now_ms()
+  prepare_feed(w)
+end
+
+-- Publish the planned events, then drop up to PRUNE_PER_WRITE expired names.
+local function start_writing(w)
+  publish(w)
+  local expired = redis.call('ZRANGEBYSCORE', w.expiry, '-inf', '(' .. int_string(w.now),
+                             'LIMIT', 0, PRUNE_PER_WRITE)
+  if #expired > 0 then
+    redis.call('ZREM', w.names, unpack(expired))
+    redis.call('ZREM', w.expiry, unpack(expired))
   end
+end
+
+local function finish_writes(w)
+  trim_after_writes(w)
 end
 
 -- Give an entry its expiry (absolute ms; nil = none) and list its name.
@@ -92,17 +105,10 @@ local function list_entry(w, item_key, name, existed, expire_at)
   redis.call('ZADD', w.names, 0, name)
 end
 
-local function record_set(w, name, revision, json)
-  local sequence = append_event(w.feed, w.seq, w.c, name, w.kind, 'set', revision, w.principal,
-                                w.now, json)
-  w.first_seq = w.first_seq or sequence
-  w.last_seq = sequence
-end
-
--- Store one entry: its fields plus rev/ts/by, its expiry, its name in the
--- listing and its "set" event (carrying `json` for values). Returns its revision.
-local function store_entry(w, item_key, name, current, fields, json)
-  local revision = next_revision(w.revisions, name, current)
+-- Write one entry: `fields` plus rev/ts/by, the revision, its expiry by
+-- w.ttl ('' none, 'KEEPTTL' the entry's own, else ms from now; a new entry
+-- has none to keep) and its name in the listing.
+local function store_entry(w, item_key, name, existed, revision, fields)
   fields[#fields + 1] = 'rev'
   fields[#fields + 1] = int_string(revision)
   fields[#fields + 1] = 'ts'
@@ -110,13 +116,13 @@ local function store_entry(w, item_key, name, current, fields, json)
   fields[#fields + 1] = 'by'
   fields[#fields + 1] = w.principal
   redis.call('HSET', item_key, unpack(fields))
-  if w.ttl == 'KEEPTTL' then
-    redis.call('ZADD', w.names, 0, name)
+  redis.call('HSET', w.revisions, name, int_string(revision))
+  if w.ttl == 'KEEPTTL' and existed then
+    redis.call('ZADD', w.names, 0, name) -- the expiry and its zset entry stay as they are
   else
-    list_entry(w, item_key, name, current > 0, w.ttl ~= '' and w.now + w.ttl or nil)
+    local ttl = tonumber(w.ttl)
+    list_entry(w, item_key, name, existed, ttl and w.now + ttl or nil)
   end
-  record_set(w, name, revision, json)
-  return revision
 end
 
 -- The revision, ts, writer and expiry of an imported entry, from ARGV[base..base+3].
@@ -128,17 +134,19 @@ local function imported_args(args, base)
                       parse_int('expire_at', args[base + 3], 1, LIMITS.max_revision) or nil}
 end
 
--- Store an imported entry as it was exported: its own revision, ts, writer
--- and expiry, with a "set" event by the importing principal. Nothing is
--- written, and 0 returned, when the target's entry is at that revision or a
--- later one (also a later delete: the revisions hash remembers it) or the
--- expiry has passed; else returns the revision.
-local function import_entry(w, item_key, name, item, fields, json)
+-- Whether an imported entry is written (read before any write): not when
+-- the target's entry is at that revision or a later one (also a later
+-- delete: the revisions hash remembers it), nor when its expiry has passed.
+local function import_wanted(w, item_key, name, item)
   local current = tonumber(redis.call('HGET', item_key, 'rev')) or 0
   local issued = tonumber(redis.call('HGET', w.revisions, name)) or 0
-  if item.revision <= math.max(current, issued) or (item.expire_at and item.expire_at <= w.now) then
-    return 0
-  end
+  return item.revision > math.max(current, issued)
+         and not (item.expire_at and item.expire_at <= w.now)
+end
+
+-- Write an imported entry as it was exported: its own revision, ts, writer
+-- and expiry.
+local function import_entry(w, item_key, name, item, fields)
   redis.call('HSET', w.revisions, name, int_string(item.revision))
   redis.call('DEL', item_key)
   fields[#fields + 1] = 'rev'
@@ -149,24 +157,29 @@ local function import_entry(w, item_key, name, item, fields, json)
   fields[#fields + 1] = item.by
   redis.call('HSET', item_key, unpack(fields))
   list_entry(w, item_key, name, false, item.expire_at)
-  record_set(w, name, item.revision, json)
-  return item.revision
 end
 
--- Delete one entry if `expected` matches; 1 when deleted, 0 when absent.
-local function remove_entry(w, item_key, name, expected)
+-- Delete one entry if `expected` matches: a whole write call. Returns 1
+-- when deleted, 0 when absent; `removed` runs before the entry goes.
+local function remove_entry(w, item_key, name, expected, removed)
   local current = tonumber(redis.call('HGET', item_key, 'rev')) or 0
   check_expected(name, expected, current)
-  prune_expired(w.names, w.expiry, w.now)
-  if current == 0 then
+  local revision = current > 0 and plan_revision(w, name, current)
+  begin_writes(w)
+  if revision then
+    plan_event(w, name, 'delete', revision, nil)
+  end
+  start_writing(w)
+  if not revision then
     return 0
   end
-  local revision = next_revision(w.revisions, name, current)
+  if removed then
+    removed()
+  end
+  redis.call('HSET', w.revisions, name, int_string(revision))
   redis.call('DEL', item_key)
   redis.call('ZREM', w.names, name)
   redis.call('ZREM', w.expiry, name)
-  local sequence = append_event(w.feed, w.seq, w.c, name, w.kind, 'delete', revision,
-                                w.principal, w.now, nil)
-  trim_after_writes(w.feed, w.config, w.now, sequence, sequence)
+  finish_writes(w)
   return 1
 end

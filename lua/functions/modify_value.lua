@@ -1,0 +1,113 @@
+--[[ redismem_modify_value: change one value on the server, in one call, so
+  concurrent writers never conflict: incr adds to an integer, append adds an
+  item to a list (keeping its last max_items), merge applies an RFC 7386
+  JSON merge patch to an object. An absent key counts as 0, [] or {}.
+  KEYS[1] names zset      rm:{<ns>}:keys:val:<scope>:<sid>
+  KEYS[2] expiry zset     rm:{<ns>}:exp:val:<scope>:<sid>
+  KEYS[3] revisions hash  rm:{<ns>}:rev:val:<scope>:<sid>
+  KEYS[4] feed stream     rm:{<ns>}:feed
+  KEYS[5] feed counter    rm:{<ns>}:seq
+  KEYS[6] feed size       rm:{<ns>}:feedsz
+  KEYS[7] config hash     rm:{<ns>}:cfg
+  KEYS[8] value hash      rm:{<ns>}:val:<scope>:<sid>:<key>
+  ARGV[1] namespace  ARGV[2] scope  ARGV[3] scope id
+  ARGV[4] ttl: '' = no expiry, 'KEEPTTL' = keep the key's expiry (a new key
+          gets none), else ms   ARGV[5] principal   ARGV[6] key
+  ARGV[7] incr | append | merge
+  ARGV[8] incr: the integer to add (|n| <= 2^53 - 1); append: the item
+          (JSON); merge: the patch (a JSON object; null members delete)
+  ARGV[9] append only, optional: max_items ('' = no cap; 1..1000000)
+  Reply: {new revision, the new value's JSON for incr, else ''}.
+  Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_KEY, INVALID_JSON, INVALID_TTL,
+          VALUE_TOO_LARGE, REQUEST_TOO_LARGE, WRONG_TYPE (incr of a value
+          that is not an integer, append to one that is not a list),
+          REVISION_LIMIT, FEED_CORRUPT
+  Feed: one "set" event carrying the new value.                          ]]
+
+local function new_value(op, stored, operand, max_items)
+  if op == 'incr' then
+    local current = 0
+    if stored then
+      local digits = string.match(stored, '^[ \t\n\r]*(%-?%d+)[ \t\n\r]*$')
+      current = digits and #digits <= 17 and tonumber(digits)
+      if not current or math.abs(current) > LIMITS.max_revision then
+        fail('WRONG_TYPE', 'incr needs an integer value within +-(2^53 - 1), the key holds '
+             .. show(stored))
+      end
+    end
+    local sum = current + operand
+    if math.abs(sum) > LIMITS.max_revision then
+      fail('INVALID_ARGUMENT', 'incr would leave the integers exact in JSON readers: '
+           .. int_string(current) .. ' + ' .. int_string(operand))
+    end
+    return int_string(sum)
+  elseif op == 'append' then
+    local items = {}
+    if stored then
+      local node = json_parse(stored, 1)
+      if node.t ~= 'array' then
+        fail('WRONG_TYPE', 'append needs a list, the key holds ' .. show(stored))
+      end
+      for _, item in ipairs(node.v) do
+        items[#items + 1] = string.sub(stored, item.s, item.e)
+      end
+    end
+    items[#items + 1] = operand
+    local first = max_items and math.max(1, #items - max_items + 1) or 1
+    return '[' .. table.concat(items, ',', first) .. ']'
+  end
+  local target = stored and json_parse(stored, LIMITS.max_json_depth)
+  return json_merge(stored, target, operand, json_parse(operand, LIMITS.max_json_depth))
+end
+
+local function modify_value(keys, args)
+  count_args(args, 8, 'namespace, scope, scope id, ttl, principal, key, operation, operand')
+  local c = scope_args(args, 1)
+  local ttl = parse_ttl(args[4])
+  local principal = check_id('principal', args[5])
+  local key = check_key(args[6])
+  local op = args[7]
+  expect_keys(keys, 8)
+  local w = scope_writer(keys, 1, c, 'value', principal)
+  w.ttl = ttl
+  check_request(keys, args, w.settings.max_call_bytes)
+  local value_key = expect_key(keys, 8, SCHEMA.value(c, key))
+  local operand, max_items = args[8], nil
+  if op == 'incr' then
+    operand = parse_int('the increment', operand, -LIMITS.max_revision, LIMITS.max_revision)
+  elseif op == 'append' or op == 'merge' then
+    check_json(operand, w.settings.max_value_bytes)
+    if op == 'merge' and json_parse(operand, 0).t ~= 'object' then
+      fail('INVALID_ARGUMENT', 'a merge patch must be a JSON object, got ' .. show(operand))
+    end
+    if op == 'append' and args[9] and args[9] ~= '' then
+      max_items = parse_int('max_items', args[9], 1, LIMITS.max_append_items)
+    end
+  else
+    fail('INVALID_ARGUMENT', 'the operation must be incr, append or merge, got ' .. show(op))
+  end
+  if #args > (op == 'append' and 9 or 8) then
+    fail('INVALID_ARGUMENT', 'too many arguments for ' .. op .. ': ' .. #args)
+  end
+
+  local stored = redis.call('HMGET', value_key, 'v', 'rev')
+  local current = tonumber(stored[2]) or 0
+  local old = current > 0 and stored[1] or nil
+  if old and op ~= 'incr' and json_error(old) then
+    fail('WRONG_TYPE', 'the key holds a value that is not strict JSON: ' .. show(old))
+  end
+  local json = new_value(op, old, operand, max_items)
+  if #json > w.settings.max_value_bytes then
+    fail('VALUE_TOO_LARGE', 'the new value is ' .. #json .. ' bytes of JSON, the limit is '
+         .. w.settings.max_value_bytes)
+  end
+  local revision = plan_revision(w, key, current)
+  begin_writes(w)
+  plan_event(w, key, 'set', revision, json)
+  start_writing(w)
+  store_entry(w, value_key, key, current > 0, revision, {'v', json})
+  finish_writes(w)
+  return {revision, op == 'incr' and json or ''}
+end
+
+register('redismem_modify_value', modify_value)

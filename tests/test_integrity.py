@@ -1,0 +1,361 @@
+"""Integrity: no client, bad byte or full server hides, corrupts or silently
+loses memory. Each test here failed on the code before its fix."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+import redismem
+from redismem import keys as K
+from redismem import limits
+from redismem.functions import Functions
+
+from .helpers import snapshot
+from .test_cli import run_script
+
+MAX = limits.MAX_REVISION
+
+
+async def listed(scope: redismem.MemoryScope) -> list[str]:
+    return await scope.list_keys()
+
+
+# defect 1: a re-created key kept its stale expiry entry and fell out of listings
+
+
+async def test_a_key_recreated_by_update_after_expiry_stays_listed(mem: redismem.Memory) -> None:
+    scope = mem.session("s")
+    await scope.set_many({f"old{i}": i for i in range(50)}, ttl_seconds=0.1)
+    await scope.set("k", 1, ttl_seconds=0.2)
+    await asyncio.sleep(0.4)
+    assert await scope.update("k", lambda v: (v or 0) + 10) == 10
+    for i in range(5):
+        await scope.set(f"other{i}", i)  # each write prunes up to 16 expired names
+    assert await scope.get("k") == redismem.MemoryValue(10, 2, True)
+    assert await listed(scope) == ["k", *(f"other{i}" for i in range(5))]
+    ttl = await mem.client.pttl(K.value(mem.namespace, "session", "s", "k"))
+    assert ttl == -1  # a key created by update has no expiry to keep
+
+
+async def test_modify_recreating_an_expired_key_stays_listed(mem: redismem.Memory) -> None:
+    scope = mem.session("s")
+    await scope.set_many({f"old{i}": i for i in range(40)}, ttl_seconds=0.05)
+    await scope.set_many({"n": 1, "l": [1], "o": {"a": 1}}, ttl_seconds=0.1)
+    await asyncio.sleep(0.3)
+    assert (await scope.incr("n")).value == 1
+    await scope.append("l", 2)
+    await scope.merge("o", {"b": 2})
+    for i in range(4):
+        await scope.set(f"x{i}", i)
+    assert await listed(scope) == ["l", "n", "o", "x0", "x1", "x2", "x3"]
+
+
+# defect 3: a lost sequence counter applied a write without its feed event
+
+
+async def test_a_lost_sequence_counter_is_healed_from_the_stream(mem: redismem.Memory) -> None:
+    scope = mem.session("s")
+    for i in range(5):
+        await scope.set("k", i)
+    await mem.client.delete(K.sequence(mem.namespace))
+    assert await scope.set("k", "after") == 6
+    await scope.delete("k")
+    entries = await mem.client.xrange(K.feed(mem.namespace))
+    assert [entry_id for entry_id, _ in entries] == [f"{n}-0".encode() for n in range(1, 8)]
+    assert entries[5][1][b"value"] == b'"after"' and entries[6][1][b"action"] == b"delete"
+    assert await mem.client.get(K.sequence(mem.namespace)) == b"7"
+
+
+async def test_a_lost_counter_after_trimming_still_goes_on(mem: redismem.Memory) -> None:
+    scope = mem.session("s")
+    for i in range(3):
+        await scope.set("k", i)
+    await mem.configure(feed_retention_ms=1)
+    await asyncio.sleep(0.01)
+    assert await mem.trim_feed() == 3
+    await mem.client.delete(K.sequence(mem.namespace))
+    await scope.set("k", "x")
+    entries = await mem.client.xrange(K.feed(mem.namespace))
+    assert [entry_id for entry_id, _ in entries] == [b"4-0"]
+
+
+@pytest.mark.parametrize("damage", ["garbage counter", "feed of another type",
+                                    "garbage size counter"])
+async def test_a_damaged_feed_refuses_writes_and_changes_nothing(mem: redismem.Memory,
+                                                                 damage: str) -> None:
+    scope = mem.session("s")
+    await scope.set("k", 1)
+    ns = mem.namespace
+    if damage == "garbage counter":
+        await mem.client.set(K.sequence(ns), "abc")
+    elif damage == "garbage size counter":
+        await mem.client.set(K.feed_size(ns), "-5")
+    else:
+        await mem.client.delete(K.feed(ns))
+        await mem.client.set(K.feed(ns), "x")
+        await mem.client.delete(K.sequence(ns))
+    before = await snapshot(mem)
+    for call in (lambda: scope.set("k", 2), lambda: scope.set_many({"a": 1, "b": 2}),
+                 lambda: scope.delete("k"), lambda: scope.incr("n"),
+                 lambda: scope.set_vector("v", [1.0, 0.0])):
+        with pytest.raises(redismem.FeedCorruptError, match="feed"):
+            await call()
+    assert await snapshot(mem) == before
+    assert await scope.get("k") == redismem.MemoryValue(1, 1, True)
+
+
+async def test_status_reports_a_damaged_namespace_and_the_others(rmem: redismem.Memory,
+                                                                 redis_url: str) -> None:
+    await rmem.global_scope().set("k", 1)
+    async with await redismem.connect(redis_url, namespace=rmem.namespace + "-ok") as other:
+        await other.global_scope().set("k", 1)
+    await rmem.client.set(K.sequence(rmem.namespace), "abc")
+    done = run_script("status", "--json", url=redis_url)
+    assert done.returncode == 0, done.stderr
+    found = {n["namespace"]: n for n in json.loads(done.stdout)["namespaces"]}
+    assert "abc" in found[rmem.namespace]["error"]
+    assert found[rmem.namespace + "-ok"]["value_keys"] == 1
+    text = run_script("status", "--namespace", rmem.namespace, url=redis_url).stdout
+    assert f"namespace {rmem.namespace}: cannot be read: ValueError" in text
+
+
+# defect 5: revisions stopped at 2^53
+
+
+async def raise_revision(mem: redismem.Memory, key: str, revision: int) -> None:
+    ns = mem.namespace
+    await mem._conn.functions.raise_revisions([K.revisions(ns, "value", "session", "s")], ns,
+                                              "session", "s", "value", [(key, revision)])
+
+
+async def test_a_key_at_the_largest_revision_refuses_to_change(mem: redismem.Memory) -> None:
+    scope = mem.session("s")
+    await raise_revision(mem, "k", MAX - 1)
+    assert await scope.set("k", "last") == MAX
+    before = await snapshot(mem)
+    for call in (lambda: scope.set("k", 1), lambda: scope.delete("k"),
+                 lambda: scope.set("k", 1, expected_revision=MAX),
+                 lambda: scope.merge("k", {"a": 1}),
+                 lambda: scope.set_many({"a": 1, "k": 2})):
+        with pytest.raises(redismem.RevisionLimitError, match="9007199254740991"):
+            await call()
+    assert await snapshot(mem) == before
+    assert await scope.get("k") == redismem.MemoryValue("last", MAX, True)
+
+
+async def test_revisions_near_the_limit_always_increase(mem: redismem.Memory) -> None:
+    scope = mem.session("s")
+    await raise_revision(mem, "k", MAX - 4)
+    revisions = [await scope.set("k", i) for i in range(3)]
+    assert revisions == [MAX - 3, MAX - 2, MAX - 1]
+    with pytest.raises(redismem.ConflictError) as info:
+        await scope.set("k", 0, expected_revision=MAX - 2)
+    assert (info.value.expected, info.value.actual) == (MAX - 2, MAX - 1)
+    assert "9007199254740989 actual 9007199254740990" in str(info.value)
+
+
+# defect 9: bad text gave raw errors
+
+
+@pytest.mark.parametrize("where", ["key", "value", "namespace", "prefix", "metadata", "filter",
+                                   "scope id", "principal", "dict key"])
+async def test_a_lone_surrogate_is_a_clear_error(mem: redismem.Memory, redis_url: str,
+                                                  where: str) -> None:
+    bad = "a\ud800b"
+    scope = mem.session("s")
+    before = await snapshot(mem)
+    with pytest.raises(redismem.InvalidArgumentError, match=r"UTF-8|surrogate"):
+        if where == "key":
+            await scope.set(bad, 1)
+        elif where == "value":
+            await scope.set("k", [bad])
+        elif where == "dict key":
+            await scope.set("k", {bad: 1})
+        elif where == "namespace":
+            await redismem.connect(redis_url, namespace=bad)
+        elif where == "prefix":
+            await scope.keys(prefix=bad)
+        elif where == "metadata":
+            await scope.set_vector("v", [1.0], {"m": bad})
+        elif where == "filter":
+            await scope.similarity_search([1.0], filter={"m": bad})
+        elif where == "scope id":
+            mem.session(bad)
+        else:
+            await redismem.connect(redis_url, namespace="x", principal=bad)
+    assert await snapshot(mem) == before
+
+
+# defect 12: update gave up under ordinary contention; server-side operations
+
+
+UPDATER = """
+import asyncio, sys
+import redismem
+
+async def main(url, ns, op, each):
+    async with await redismem.connect(url, namespace=ns) as mem:
+        scope = mem.global_scope()
+        for i in range(each):
+            if op == "update":
+                await scope.update("counter", lambda v: (v or 0) + 1)
+            elif op == "incr":
+                await scope.incr("counter")
+            else:
+                await scope.append("log", i, max_items=100)
+
+asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])))
+"""
+
+
+@pytest.mark.parametrize("op", ["update", "incr", "append"])
+async def test_four_processes_on_one_hot_key_all_succeed(rmem: redismem.Memory, redis_url: str,
+                                                         op: str) -> None:
+    each = 250
+    workers = [subprocess.Popen([sys.executable, "-c", UPDATER, redis_url, rmem.namespace, op,
+                                 str(each)], stderr=subprocess.PIPE) for _ in range(4)]
+    errors = [worker.communicate(timeout=300)[1] for worker in workers]
+    assert [worker.returncode for worker in workers] == [0, 0, 0, 0], errors
+    key = "log" if op == "append" else "counter"
+    got = await rmem.global_scope().get(key)
+    assert got.revision == 4 * each
+    if op == "append":
+        assert len(got.value) == 100
+    else:
+        assert got.value == 4 * each
+    revisions = [int(fields[b"rev"]) for _, fields in
+                 await rmem.client.xrange(K.feed(rmem.namespace))]
+    assert revisions == list(range(1, 4 * each + 1))
+
+
+async def test_update_gives_up_only_after_its_timeout(mem: redismem.Memory) -> None:
+    scope = mem.session("s")
+    await scope.set("k", 0)
+
+    async def always_conflicting(value: Any) -> Any:
+        await scope.set("k", -1)
+        return value + 1
+
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(redismem.ConflictError, match="tries in"):
+        await scope.update("k", always_conflicting, timeout=0.3)
+    assert asyncio.get_running_loop().time() - started >= 0.3
+    with pytest.raises(redismem.ConflictError, match="on each of 3 tries"):
+        await scope.update("k", always_conflicting, attempts=3)
+    with pytest.raises(redismem.InvalidArgumentError, match="timeout"):
+        await scope.update("k", lambda v: v, timeout=0)
+
+
+async def test_incr_append_merge(mem: redismem.Memory) -> None:
+    scope = mem.session("s")
+    assert await scope.incr("n") == redismem.MemoryValue(1, 1, True)
+    assert await scope.incr("n", by=-5) == redismem.MemoryValue(-4, 2, True)
+    assert await scope.append("l", {"a": 1}) == 1
+    assert await scope.append("l", "two", max_items=2) == 2
+    assert await scope.append("l", 3, max_items=2) == 3
+    assert (await scope.get("l")).value == ["two", 3]
+    await scope.set("o", {"a": {"x": 1, "y": 2}, "b": [1], "c": "keep"})
+    await scope.merge("o", {"a": {"y": None, "z": 3}, "b": None, "d": {"e": None, "f": 1}})
+    got = await scope.get("o")
+    assert got.value == {"a": {"x": 1, "z": 3}, "c": "keep", "d": {"f": 1}}
+    raw = await mem.client.hget(K.value(mem.namespace, "session", "s", "o"), "v")
+    assert raw == b'{"a":{"x":1,"z":3},"c":"keep","d":{"f":1}}'  # canonical: sorted, no spaces
+    await scope.merge("fresh", {"k\u00e9y\n": "v\"", "a": None})
+    assert (await scope.get("fresh")).value == {"k\u00e9y\n": 'v"'}
+    events = [fields for _, fields in await mem.client.xrange(K.feed(mem.namespace))]
+    assert events[-1][b"value"] == '{"kéy\\n":"v\\""}'.encode()
+    assert events[1][b"value"] == b"-4"
+
+
+async def test_modify_refuses_wrong_types_and_changes_nothing(mem: redismem.Memory) -> None:
+    scope = mem.session("s")
+    await scope.set_many({"s": "text", "f": 1.5, "big": 2**60, "list": [1]})
+    for key in ("s", "f", "big", "list"):
+        with pytest.raises(redismem.ValueTypeError, match="integer"):
+            await scope.incr(key)
+    for key in ("s", "f"):
+        with pytest.raises(redismem.ValueTypeError, match="list"):
+            await scope.append(key, 1)
+    await scope.set("near", MAX - 1)
+    before = await snapshot(mem)
+    with pytest.raises(redismem.InvalidArgumentError, match="exact"):
+        await scope.incr("near", by=2)
+    with pytest.raises(redismem.InvalidArgumentError):
+        await scope.incr("near", by=True)  # type: ignore[arg-type]
+    with pytest.raises(redismem.InvalidArgumentError, match="max_items"):
+        await scope.append("list", 1, max_items=0)
+    with pytest.raises(redismem.InvalidArgumentError, match="patch"):
+        await scope.merge("list", [1])  # type: ignore[arg-type]
+    assert await snapshot(mem) == before
+
+
+async def test_modify_keeps_or_sets_the_expiry(mem: redismem.Memory) -> None:
+    scope = mem.session("s")
+    await scope.set("n", 1, ttl_seconds=100)
+    await scope.incr("n")
+    key = K.value(mem.namespace, "session", "s", "n")
+    assert 90_000 < await mem.client.pttl(key) <= 100_000
+    await scope.incr("n", ttl_seconds=0.05)
+    await asyncio.sleep(0.15)
+    assert await scope.get("n") == redismem.MemoryValue(None, 0, False)
+    assert await scope.list_keys() == []
+    assert (await scope.incr("n")).revision == 4  # revisions go on after expiry
+
+
+# defect 6: per-call byte budget and a feed size bound
+
+
+async def test_a_call_over_the_budget_is_refused_on_both_sides(mem: redismem.Memory) -> None:
+    await mem.configure(max_call_bytes=65_536, max_value_bytes=65_536)
+    scope = mem.session("s")
+    before = await snapshot(mem)
+    big = {f"k{i}": "x" * 10_000 for i in range(7)}
+    with pytest.raises(redismem.RequestTooLargeError, match="max_call_bytes"):
+        await scope.set_many(big)
+    raw = Functions(mem.client)  # no Python pre-check: the Lua side refuses too
+    raw.max_call_bytes = 1 << 40
+    items = [(key, f'"{value}"', "") for key, value in big.items()]
+    keys = [*K.scope_writes(mem.namespace, "value", "session", "s"),
+            *(K.value(mem.namespace, "session", "s", key) for key in big)]
+    with pytest.raises(redismem.RequestTooLargeError, match="65536"):
+        await raw.set_values(keys, mem.namespace, "session", "s", "", "me", items)
+    assert await snapshot(mem) == before
+    await scope.set_many(dict(list(big.items())[:5]))  # under the budget
+
+
+async def test_the_feed_stays_within_its_size_bound(mem: redismem.Memory) -> None:
+    await mem.configure(feed_max_bytes=1_048_576)
+    scope = mem.session("s")
+    value = "x" * 60_000
+    for i in range(100):
+        await scope.set("big", f"{i}{value}")
+    size = int(await mem.client.get(K.feed_size(mem.namespace)))
+    assert size <= 1_048_576
+    page = await mem.changes(after=0)
+    assert page.oldest_sequence > 80 and page.items[-1].sequence == 100
+    assert sum(len(v) for _, fields in await mem.client.xrange(K.feed(mem.namespace))
+               for k, v in fields.items()) <= size
+    with pytest.raises(redismem.CursorExpiredError):
+        async for _ in mem.watch("*", after=0):
+            break
+
+
+async def test_trim_works_in_slices(rmem: redismem.Memory) -> None:
+    scope = rmem.session("s")
+    for start in range(0, 5000, 1000):
+        await scope.set_many({f"k{i}": i for i in range(start, start + 1000)})
+    await rmem.configure(feed_retention_ms=1)
+    await asyncio.sleep(0.01)
+    keys = [K.feed(rmem.namespace), K.feed_size(rmem.namespace), K.config(rmem.namespace)]
+    dropped, more = await rmem._conn.functions.trim_feed(keys, rmem.namespace,
+                                                         limits.TRIM_SLICE_EVENTS)
+    assert (dropped, more) == (limits.TRIM_SLICE_EVENTS, True)
+    assert await rmem.trim_feed() == 5000 - limits.TRIM_SLICE_EVENTS
+    assert await rmem.client.xlen(K.feed(rmem.namespace)) == 0
+    assert await rmem.client.get(K.feed_size(rmem.namespace)) == b"0"
