@@ -5,6 +5,7 @@
     python scripts/bench.py vectors [--n 100000] [--index hnsw|flat] [--url URL] [--json]
     python scripts/bench.py store [--n 10000] [--url URL] [--json]
     python scripts/bench.py transfer [--n 50000] [--url URL] [--json]
+    python scripts/bench.py stall [--n 200000] [--url URL] [--json]
 
 Without --url a fresh embedded server is started in a temporary directory
 (AOF on, appendfsync everysec) and stopped afterwards. Figures are ops/s of
@@ -417,6 +418,115 @@ async def bench_transfer(url: str, n: int) -> list[dict[str, Any]]:
     return rows
 
 
+def _ping_forever(url: str, stop: Any, out: Any) -> None:
+    import redis
+
+    client = redis.Redis.from_url(url)
+    spans: list[tuple[float, float]] = []
+    while not stop.is_set():
+        start = time.monotonic()
+        client.ping()
+        spans.append((start, time.monotonic()))
+    out.send(spans)
+
+
+class Pinger:
+    """PINGs the server back to back from its own process (so the client's
+    Python work does not delay it) and records each PING's span; a call
+    that holds the server shows as a long PING overlapping the call."""
+
+    def __init__(self, url: str) -> None:
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")
+        self._stop = context.Event()
+        self._receive, send = context.Pipe(duplex=False)
+        self._process = context.Process(target=_ping_forever, args=(url, self._stop, send),
+                                        daemon=True)
+        self._windows: list[tuple[dict[str, float], float, float]] = []
+
+    @contextmanager
+    def measure(self) -> Iterator[dict[str, float]]:
+        """Yields a dict that gets ``call_ms`` and, when the pinger stops,
+        the longest and p99 wait (ms) of the PINGs overlapping the block."""
+        result: dict[str, float] = {}
+        start = time.monotonic()
+        yield result
+        end = time.monotonic()
+        result["call_ms"] = (end - start) * 1000
+        self._windows.append((result, start, end))
+
+    def __enter__(self) -> Pinger:
+        self._process.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        spans: list[tuple[float, float]] = self._receive.recv()
+        self._process.join()
+        for result, start, end in self._windows:
+            waits = [b - a for a, b in spans if b >= start and a <= end] or [0.0]
+            result["max_ping_ms"] = max(waits) * 1000
+            result["p99_ping_ms"] = _percentile(waits, 0.99) * 1000
+            result["pings"] = len(waits)
+
+
+async def bench_stall(url: str, n: int) -> list[dict[str, Any]]:
+    """The longest a PING from another client waits while one redismem call
+    runs: the largest calls the default max_call_bytes (4 MiB) lets through,
+    and trimming ``n`` events from the feed."""
+    ns = "bench" + uuid.uuid4().hex[:8]
+    rows: list[dict[str, Any]] = []
+    rng = np.random.default_rng(1)
+    async with await redismem.connect(url, namespace=ns, principal="bench") as mem:
+        budget = redismem.limits.MAX_CALL_BYTES - 64 * 1024  # room for the keys
+        shapes: dict[str, Any] = {
+            "set_many, 60 x 65 kB strings": {f"s{i}": "x" * (budget // 60 - 64)
+                                             for i in range(60)},
+            "set_many, 4 x 1 MB arrays of small integers": {
+                f"a{i}": list(range(i * 10**6, i * 10**6 + (budget // 4) // 9))
+                for i in range(4)},
+            "set_many, 4 x 1 MB of non-ASCII text": {f"u{i}": "日本語テキスト" * (budget // 4 // 21)
+                                                     for i in range(4)},
+            "set_many, 1,000 small values": {f"k{i}": {"n": i, "note": "pack passports"}
+                                             for i in range(1000)},
+        }
+        scope = mem.session("s")
+        with Pinger(url) as pinger:
+            await asyncio.sleep(0.2)
+            for name, mapping in shapes.items():
+                for _ in range(3):
+                    with pinger.measure() as result:
+                        await scope.set_many(mapping)
+                    rows.append({"op": name, "result": result})
+            vectors_ = [(f"v{i}", rng.standard_normal(384).tolist()) for i in range(1000)]
+            with pinger.measure() as result:
+                await scope.set_vectors(vectors_)
+            rows.append({"op": "set_vectors, 1,000 x 384-d", "result": result})
+            await mem.configure(feed_max_bytes=redismem.limits.MAX_FEED_BYTES_CEILING)
+            for start_i in range(0, n, 1000):
+                await scope.set_many({f"e{i % 5000}": i for i in range(start_i, start_i + 1000)})
+            await mem.configure(feed_retention_ms=1)
+            await asyncio.sleep(0.01)
+            with pinger.measure() as result:
+                trimmed = await mem.trim_feed()
+            rows.append({"op": f"trim_feed of {trimmed:,} events (slices of "
+                               f"{redismem.limits.TRIM_SLICE_EVENTS:,})", "result": result})
+        client = mem.client
+        async for key in client.scan_iter(match=K.pattern(ns), count=1000):
+            await client.delete(key)
+    return [{"op": row["op"], **row["result"]} for row in rows]
+
+
+def stall_table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| call | call time | longest PING wait | p99 PING wait |",
+             "|---|---:|---:|---:|"]
+    for row in rows:
+        lines.append(f"| {row['op']} | {row['call_ms']:.1f} ms | {row['max_ping_ms']:.1f} ms | "
+                     f"{row['p99_ping_ms']:.1f} ms |")
+    return "\n".join(lines)
+
+
 def vectors_table(rows: list[dict[str, Any]]) -> str:
     lines = ["| measurement | result | target |", "|---|---|---|"]
     lines += [f"| {row['op']} | {row['value']} | {row['target']} |" for row in rows]
@@ -452,7 +562,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("suite", choices=["kv", "feed", "vectors", "store", "transfer"])
+    parser.add_argument("suite", choices=["kv", "feed", "vectors", "store", "transfer", "stall"])
     parser.add_argument("--n", type=int, default=None,
                         help="operations per measurement (default: kv 10000, feed 2000)")
     parser.add_argument("--url", default=None, help="benchmark this server instead")
@@ -461,10 +571,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     n = args.n or {"kv": 10_000, "feed": 2000, "vectors": 100_000, "store": 10_000,
-                   "transfer": 50_000}[args.suite]
+                   "transfer": 50_000, "stall": 200_000}[args.suite]
     suites = {"kv": (bench_kv, table), "feed": (bench_feed, feed_table),
               "vectors": (bench_vectors, vectors_table), "store": (bench_store, vectors_table),
-              "transfer": (bench_transfer, table)}
+              "transfer": (bench_transfer, table), "stall": (bench_stall, stall_table)}
     run, render = suites[args.suite]
     with server_url(args.url) as url:
         rows = asyncio.run(bench_vectors(url, n, args.index) if args.suite == "vectors"

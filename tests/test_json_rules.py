@@ -106,7 +106,53 @@ VALID_TEXTS = st.recursive(GOOD_SCALARS, lambda c: st.lists(c, max_size=3).map(
     lambda items: "[" + ",".join(items) + "]"), max_leaves=6)
 ONE_TOKEN = st.one_of(STRING_PIECES.map(lambda p: '"' + p + '"'), NUMBERS, WORDS)
 
+BAD_NUMBERS = st.sampled_from([
+    "", "-", ".5", "1.", "01", "-01", "00", "1.2.3", "1e", "1e+", "e5", "1e1e1", "1.e5", "--1",
+    "+1", "1e500", "-.5", "0.", "1-2", ".", "e", "-e5", "1e5.5", "5" * 310, "1e-400", "1E+",
+    "1e+-1",
+    "0x1", "1,", ",1", "1e05", "-0.0e-0", "1e99", "1e-99", "1e100", "9" * 160, "9" * 140 + ".5"])
+
+
+def _number_run(numbers: list[int | float], bad: str, at: int, replace: bool) -> bytes:
+    tokens = [json.dumps(n) for n in numbers]
+    at = min(at, len(tokens))
+    if replace and at < len(tokens):
+        tokens[at] = bad
+    elif bad:
+        tokens.insert(at, bad)
+    return ("[" + ",".join(tokens) + "]").encode()
+
+
+NUMBER_LISTS = st.one_of(
+    st.lists(st.integers(-10**12, 10**12), min_size=8, max_size=60),
+    st.lists(st.floats(-1e3, 1e3, allow_nan=False).map(lambda x: round(x, 3)), min_size=8,
+             max_size=60),
+    st.lists(st.one_of(st.integers(-10**12, 10**12),
+                       st.floats(allow_nan=False, allow_infinity=False)), min_size=8, max_size=60))
+NUMBER_RUNS = st.builds(_number_run, NUMBER_LISTS,
+                        st.one_of(BAD_NUMBERS, st.sampled_from(["-", ".", "1.2.3", ".e5", "1.e5"])),
+                        st.integers(0, 60), st.booleans())
+LONG_TEXT = st.lists(st.sampled_from(["a", " ", "é", "ж", "日", "本", "😀", "\\u00e9", "\\u7121",
+                                     "\\ud83d\\ude00", "\\n", "\u0800", "\uffff", "\U00010000",
+                                     "\U0010ffff", "\x7f", "\u00a0"]),
+                     min_size=10, max_size=80).map("".join)
+
+
+def _long_string(text: str, bad: bytes, at: int) -> bytes:
+    raw = text.encode("utf-8")
+    at = min(at, len(raw))
+    return b'["' + raw[:at] + bad + raw[at:] + b'"]'
+
+
+LONG_STRINGS = st.builds(_long_string, LONG_TEXT,
+                         st.one_of(st.just(b""), st.just(b""), BAD_BYTES,
+                                   st.sampled_from([b"\\x", b"\x01", b"\n", b'"', b"\\"])),
+                         st.integers(0, 200))
+
 RAW = st.one_of(
+    NUMBER_RUNS,
+    NUMBER_RUNS,
+    LONG_STRINGS,
     st.builds(lambda doc, token: _encoded(f"[{doc},{token}]"), VALID_TEXTS, ONE_TOKEN),
     st.builds(lambda token: _encoded(f'{{"k":{token}}}'), ONE_TOKEN),
     TEXTS.map(_encoded),
@@ -145,6 +191,16 @@ def test_lua_and_python_accept_the_same_json_texts(client: redis.Redis, raw: byt
     assert (python is None) == (lua is None), (raw, python, lua)
     if lua is not None:
         assert lua == "INVALID_JSON", (raw, lua)
+
+
+@settings(SETTINGS, max_examples=1000)
+@given(raw=st.one_of(NUMBER_RUNS, LONG_STRINGS))
+def test_runs_checked_in_bulk_agree(client: redis.Redis, raw: bytes) -> None:
+    """Long runs of numbers and of non-ASCII text take bulk paths in Lua
+    (lib/15_text.lua); each path must still decide exactly as Python."""
+    python = _json.error(raw)
+    lua = set_value(client, value=raw)
+    assert (python is None) == (lua is None), (raw, python, lua)
 
 
 # Python values: what canonical_json accepts, Lua accepts as written

@@ -9,24 +9,54 @@
   arrays and objects. cjson is not used to decide: its number parser takes
   0x10, nan and 1e400, and fakeredis' cjson differs from Redis'.          ]]
 
+-- A run of printable ASCII but '"' and '\\': what most strings are made of.
+local JSON_PLAIN = '^[\32\33\35-\91%]\94-\126]*'
+
 local SIMPLE_ESCAPES = {[34] = true, [92] = true, [47] = true, [98] = true, [102] = true,
                         [110] = true, [114] = true, [116] = true}
 
+-- Every valid UTF-8 sequence of two or more bytes is one of these (RFC 3629),
+-- the common ones first.
+local UTF8_COMMON = {'[\225-\236\238\239][\128-\191][\128-\191]', '[\194-\223][\128-\191]',
+                     '\240[\144-\191][\128-\191][\128-\191]'}
+local UTF8_RARE = {'\224[\160-\191][\128-\191]', '\237[\128-\159][\128-\191]',
+                   '[\241-\243][\128-\191][\128-\191][\128-\191]', '\244[\128-\143][\128-\191][\128-\191]'}
+
+-- Whether text without control characters is valid UTF-8, in bulk: each
+-- valid sequence is replaced by one ASCII byte (never joining its
+-- neighbours into a new sequence), and valid text has no byte >= 0x80 left.
+local function utf8_run_ok(text)
+  local find, byte, sub, gsub, match = string.find, string.byte, string.sub, string.gsub, string.match
+  for _, pattern in ipairs(UTF8_COMMON) do
+    text = gsub(text, pattern, 'x')
+  end
+  local _, ascii = find(text, '^[\1-\127]*')
+  if ascii == #text then
+    return true
+  end
+  for _, pattern in ipairs(UTF8_RARE) do
+    text = gsub(text, pattern, 'x')
+  end
+  _, ascii = find(text, '^[\1-\127]*')
+  return ascii == #text
+end
+
 -- The position after the string token whose opening quote is at i, or nil, why.
+-- Runs of printable ASCII and of other characters are each checked in one
+-- pattern call, not byte by byte.
 local function json_string_end(text, i)
+  local find, byte, sub, gsub, match = string.find, string.byte, string.sub, string.gsub, string.match
   local pos = i + 1
   while true do
-    local k = string.find(text, '["\\%c\128-\255]', pos)
-    if not k then
-      return nil, 'a string is not closed'
-    end
-    local b = string.byte(text, k)
+    local _, last = find(text, JSON_PLAIN, pos)
+    local k = last + 1
+    local b = byte(text, k)
     if b == 34 then
       return k + 1
     elseif b == 92 then
-      local e = string.byte(text, k + 1)
+      local e = byte(text, k + 1)
       if e == 117 then
-        local hex = string.match(text, '^%x%x%x%x', k + 2)
+        local hex = match(text, '^%x%x%x%x', k + 2)
         if not hex then
           return nil, 'a \\u escape needs four hex digits'
         end
@@ -34,7 +64,7 @@ local function json_string_end(text, i)
         if code >= 0xDC00 and code <= 0xDFFF then
           return nil, 'a \\u escape names a lone surrogate'
         elseif code >= 0xD800 and code <= 0xDBFF then
-          local low = string.match(text, '^\\u(%x%x%x%x)', k + 6)
+          local low = match(text, '^\\u(%x%x%x%x)', k + 6)
           local low_code = low and tonumber(low, 16)
           if not low_code or low_code < 0xDC00 or low_code > 0xDFFF then
             return nil, 'a \\u escape names a lone surrogate'
@@ -48,14 +78,14 @@ local function json_string_end(text, i)
       else
         return nil, 'a string has an invalid escape'
       end
-    elseif b >= 128 then
-      local n = utf8_length(text, k, b)
-      if not n then
+    elseif not b then
+      return nil, 'a string is not closed'
+    elseif b >= 127 then -- DEL or the start of a run of other characters
+      local _, stop = find(text, '^[^%z\1-\31"\\]+', k)
+      if not utf8_run_ok(sub(text, k, stop)) then
         return nil, 'a string is not valid UTF-8'
       end
-      pos = k + n
-    elseif b == 127 then
-      pos = k + 1
+      pos = stop + 1
     else
       return nil, 'a string holds a raw control character (escape it)'
     end
@@ -64,28 +94,29 @@ end
 
 -- The position after the number token at i, or nil, why.
 local function json_number_end(text, i)
-  local _, e = string.find(text, '^%-?%d+', i)
+  local find, byte, sub, gsub, match = string.find, string.byte, string.sub, string.gsub, string.match
+  local _, e = find(text, '^%-?%d+', i)
   if not e then
     return nil, 'a number must have digits'
   end
-  local first = string.byte(text, i) == 45 and i + 1 or i
-  if e > first and string.byte(text, first) == 48 then
+  local first = byte(text, i) == 45 and i + 1 or i
+  if e > first and byte(text, first) == 48 then
     return nil, 'a number must not have leading zeros'
   end
-  local _, fraction = string.find(text, '^%.%d+', e + 1)
+  local _, fraction = find(text, '^%.%d+', e + 1)
   if fraction then
     e = fraction
-  elseif string.byte(text, e + 1) == 46 then
+  elseif byte(text, e + 1) == 46 then
     return nil, 'a decimal point must have digits after it'
   end
-  local _, exponent = string.find(text, '^[eE][%+%-]?%d+', e + 1)
+  local _, exponent = find(text, '^[eE][%+%-]?%d+', e + 1)
   if exponent then
     e = exponent
-  elseif string.find(text, '^[eE]', e + 1) then
+  elseif find(text, '^[eE]', e + 1) then
     return nil, 'an exponent must have digits'
   end
   if exponent or e - i > 300 then -- only these can be out of range
-    local number = tonumber(string.sub(text, i, e))
+    local number = tonumber(sub(text, i, e))
     if not number or number ~= number or number == math.huge or number == -math.huge then
       return nil, 'a number must be a finite double'
     end
@@ -93,19 +124,72 @@ local function json_number_end(text, i)
   return e + 1
 end
 
+-- Byte pairs that cannot occur in a list of numbers: a decimal point or a
+-- minus sign next to what cannot stand there (within the characters of
+-- numbers and commas). Plain finds, far cheaper than class patterns.
+local BAD_PAIRS = {',.', '-.', '..', 'e.', 'E.', '+.', '.,', '.-', '.e', '.E', '.+',
+                   '0-', '1-', '2-', '3-', '4-', '5-', '6-', '7-', '8-', '9-', '.-', '+-', '--',
+                   '-,', '-e', '-E', '-+', ',,'}
+
+-- A run of at least 64 bytes of numbers and commas inside an array, at pos:
+-- the position of its last byte when every number in it is in RFC 8259
+-- form with an integer part of at most 150 digits and an exponent of at
+-- most 2 digits (so a finite double), else nil, and the bytes go the token
+-- by token way, which decides exactly. One pattern call per rule, not per
+-- token: each rule names a way a number can be malformed.
+local function number_run(text, pos)
+  local find, byte, sub = string.find, string.byte, string.sub
+  local _, last = find(text, '^[%d,%-%.eE%+]+', pos)
+  if last - pos < 64 then
+    return nil
+  end
+  local run = sub(text, pos, last)
+  local first, final = byte(run, 1), byte(run, #run)
+  if first == 46 or first == 43 or first == 101 or first == 69 or final == 46 or final == 45 then
+    return nil
+  end
+  for _, pair in ipairs(BAD_PAIRS) do
+    if find(run, pair, 1, true) then
+      return nil
+    end
+  end
+  if (first == 48 or find(run, ',0', 1, true) or find(run, '-0', 1, true))
+     and (find(run, '^%-?0%d') or find(run, ',%-?0%d')) then
+    return nil -- a leading zero
+  end
+  if find(run, '.', 1, true) and find(run, '%.%d*%.') then
+    return nil -- two decimal points in one number
+  end
+  if (find(run, 'e', 1, true) or find(run, 'E', 1, true) or find(run, '+', 1, true))
+     and (find(run, '[^eE]%+') or find(run, '[^%d][eE]') or find(run, '[eE][%+%-]?[^%d%+%-]')
+          or find(run, '[eE][%+%-][^%d]') or find(run, '[eE][%+%-]?$')
+          or find(run, '[eE][%+%-]?%d*[eE%.]') or find(run, '[eE][%+%-]?%d%d%d')) then
+    return nil -- a plus outside an exponent, an exponent without digits, a second one,
+               -- a decimal point after it, or one of 3 digits or more
+  end
+  for sample = 151, #run, 150 do -- 301 digits in a row would span two samples
+    local _, digits = find(run, '^%d+', sample)
+    if digits and digits - sample >= 150 then
+      return nil
+    end
+  end
+  return last
+end
+
 local LITERALS = {[116] = 'true', [102] = 'false', [110] = 'null'}
 local OPEN, CLOSE = {[91] = 93, [123] = 125}, {[93] = 91, [125] = 123}
 
 -- nil when text is one strict JSON value, else why not.
 local function json_error(text)
+  local find, byte, sub, gsub, match = string.find, string.byte, string.sub, string.gsub, string.match
   local pos, depth, stack = 1, 0, {}
   local state = 'value' -- value | first (value or ']') | key | first_key (key or '}') | colon | after
   while true do
-    local b = string.byte(text, pos)
+    local b = byte(text, pos)
     if b == 32 or b == 9 or b == 10 or b == 13 then
-      local _, last = string.find(text, '^[ \t\n\r]+', pos)
+      local _, last = find(text, '^[ \t\n\r]+', pos)
       pos = last + 1
-      b = string.byte(text, pos)
+      b = byte(text, pos)
     end
     local why
     if state == 'after' then
@@ -137,12 +221,29 @@ local function json_error(text)
         pos = pos + 1
         state = b == 123 and 'first_key' or 'first'
       elseif b == 34 then
-        pos, why = json_string_end(text, pos)
+        local _, last = find(text, JSON_PLAIN, pos + 1)
+        if byte(text, last + 1) == 34 then -- a plain string, the common case
+          pos = last + 2
+        else
+          pos, why = json_string_end(text, pos)
+        end
         state = 'after'
       elseif b == 45 or (b and b >= 48 and b <= 57) then
-        pos, why = json_number_end(text, pos)
+        local run_end = stack[depth] == 91 and number_run(text, pos)
+        local first = b == 45 and pos + 1 or pos
+        local _, digits = find(text, '^%d+', first)
+        local after = digits and byte(text, digits + 1)
         state = 'after'
-      elseif b and LITERALS[b] and string.sub(text, pos, pos + #LITERALS[b] - 1) == LITERALS[b] then
+        if run_end then -- ends in a number, or in a comma: a value is due
+          state = byte(text, run_end) == 44 and 'value' or 'after'
+          pos = run_end + 1
+        elseif digits and after ~= 46 and after ~= 101 and after ~= 69 and digits - pos < 300
+               and (digits == first or byte(text, first) ~= 48) then
+          pos = digits + 1 -- a plain integer, the common case
+        else
+          pos, why = json_number_end(text, pos)
+        end
+      elseif b and LITERALS[b] and sub(text, pos, pos + #LITERALS[b] - 1) == LITERALS[b] then
         pos = pos + #LITERALS[b]
         state = 'after'
       elseif b then
@@ -154,7 +255,12 @@ local function json_error(text)
       if b == 125 and state == 'first_key' then
         depth, pos, state = depth - 1, pos + 1, 'after'
       elseif b == 34 then
-        pos, why = json_string_end(text, pos)
+        local _, last = find(text, JSON_PLAIN, pos + 1)
+        if byte(text, last + 1) == 34 then
+          pos = last + 2
+        else
+          pos, why = json_string_end(text, pos)
+        end
         state = 'colon'
       else
         return 'expected a string key at byte ' .. pos
