@@ -30,8 +30,11 @@ TRIM_SLICE_EVENTS = 2000
 """Feed events one trim call drops at most."""
 TRIM_SLICE_BYTES = 4_194_304
 """Feed bytes one trim call reads at most."""
-MAX_CALL_BYTES = 4_194_304
-"""Default largest write call (keys and arguments); a namespace setting may change it."""
+MAX_CALL_BYTES = 1_114_112
+"""Default largest write call, keys and arguments (1 MiB + 64 KiB: one largest value
+fits); a namespace setting may change it."""
+MAX_CALL_VECTORS = 128
+"""Default most vectors one write call holds; a namespace setting may change it."""
 MAX_CALL_BYTES_CEILING = 1_073_741_824
 MIN_CALL_BYTES_SETTING = 65_536
 FEED_MAX_BYTES = 268_435_456
@@ -52,6 +55,7 @@ MAX_EVENT_BYTES = 1_048_576
 SETTING_BOUNDS: dict[str, tuple[int, int]] = {
     "max_value_bytes": (MIN_VALUE_BYTES_SETTING, MAX_VALUE_BYTES_CEILING),
     "max_call_bytes": (MIN_CALL_BYTES_SETTING, MAX_CALL_BYTES_CEILING),
+    "max_call_vectors": (1, MAX_BATCH),
     "feed_retention_ms": (1, MAX_TTL_MS),
     "feed_max_bytes": (MIN_FEED_BYTES_SETTING, MAX_FEED_BYTES_CEILING),
     "hnsw_m": (2, 512),

@@ -16,7 +16,13 @@ from . import feed, limits
 from . import keys as K
 from . import vectors as V
 from ._connection import Connection
-from .errors import ConflictError, InvalidArgumentError, InvalidVectorError
+from .errors import (
+    ConflictError,
+    InvalidArgumentError,
+    InvalidVectorError,
+    RequestTooLargeError,
+)
+from .functions import request_bytes
 from .types import (
     ChangePage,
     KeyKind,
@@ -111,21 +117,53 @@ class MemoryScope:
                 check.expected_arg(expected_revision))
         return (await self._set_items([item], check.ttl_arg(ttl_seconds)))[0]
 
-    async def set_many(self, mapping: Mapping[str, Any], *,
-                       ttl_seconds: float | None = None) -> dict[str, int]:
-        """Write several values atomically (all or none); returns key -> revision.
+    async def set_many(self, mapping: Mapping[str, Any], *, ttl_seconds: float | None = None,
+                       atomic: bool = True) -> dict[str, int]:
+        """Write several values; returns key -> revision.
+
+        With ``atomic`` (the default) all are written in one call or none
+        is: at most 1,000 items and the namespace's ``max_call_bytes``.
+        ``atomic=False`` is for bulk loads: as many calls as the bounds need,
+        each atomic; a failure leaves the calls before it written.
 
         Raises:
             InvalidArgumentError: (or a subclass) a bound is violated, or more
                 than 1,000 items.
+            RequestTooLargeError: ``atomic`` and the items exceed ``max_call_bytes``.
         """
-        check.batch_size(len(mapping))
+        if atomic:
+            check.batch_size(len(mapping))
         items = [(check.check_key(key), check.canonical_json(value, self._conn.max_value_bytes), "")
                  for key, value in mapping.items()]
         if not items:
             return {}
-        revisions = await self._set_items(items, check.ttl_arg(ttl_seconds))
+        ttl = check.ttl_arg(ttl_seconds)
+        revisions: list[int] = []
+        for part in self._calls(items, "value", limits.MAX_BATCH, atomic):
+            revisions += await self._set_items(part, ttl)
         return dict(zip(mapping, revisions, strict=True))
+
+    def _calls(self, items: list[Any], kind: KeyKind, max_items: int, atomic: bool
+               ) -> list[list[Any]]:
+        """``items`` as one call, or (not ``atomic``) as calls within
+        ``max_items`` and the namespace's ``max_call_bytes``."""
+        if atomic:
+            return [items]
+        budget = self._conn.functions.max_call_bytes
+        build = self._value_key if kind == "value" else self._vector_key
+        extra = [K.vector_dims(*self._scope_args())] if kind == "vector" else []
+        fixed = request_bytes([*self._scope_keys(kind), *extra],
+                              [*self._scope_args(), "KEEPTTL", self._conn.principal])
+        calls: list[list[Any]] = [[]]
+        total = fixed
+        for item in items:
+            size = request_bytes([build(item[0])], item)
+            if calls[-1] and (total + size > budget or len(calls[-1]) >= max_items):
+                calls.append([])
+                total = fixed
+            calls[-1].append(item)
+            total += size
+        return calls
 
     async def _set_items(self, items: list[tuple[str, str, str]], ttl: str) -> list[int]:
         ns, scope, sid = self._scope_args()
@@ -334,20 +372,29 @@ class MemoryScope:
         blob, dim = V.embedding_bytes(embedding)
         item = (check.check_key(key), blob, V.metadata_json(metadata),
                 check.expected_arg(expected_revision))
-        return (await self._set_vector_items([item], [dim], check.ttl_arg(ttl_seconds)))[0]
+        await V.ensure_scope_indexes(self._conn, [dim])
+        return (await self._set_vector_items([item], check.ttl_arg(ttl_seconds)))[0]
 
     async def set_vectors(self, items: Iterable[VectorItem] | Mapping[str, Any], *,
-                          ttl_seconds: float | None = None) -> dict[str, int]:
-        """Store up to 1,000 vectors atomically: ``(key, embedding)`` or ``(key,
-        embedding, metadata)`` tuples, or a mapping of key to embedding.
-        Returns key -> revision.
+                          ttl_seconds: float | None = None, atomic: bool = True
+                          ) -> dict[str, int]:
+        """Store vectors: ``(key, embedding)`` or ``(key, embedding, metadata)``
+        tuples, or a mapping of key to embedding. Returns key -> revision.
+
+        With ``atomic`` (the default) all are written in one call or none
+        is: at most the namespace's ``max_call_vectors`` (default 128; each
+        vector is indexed inside the call) and ``max_call_bytes``.
+        ``atomic=False`` is for bulk loads: as many calls as the bounds
+        need, each atomic; a failure leaves the calls before it written.
 
         Raises:
             InvalidVectorError, InvalidMetadataError, InvalidArgumentError: as
-                ``set_vector``, or more than 1,000 items; nothing is written.
+                ``set_vector``; nothing is written.
+            RequestTooLargeError: ``atomic`` and the items exceed a bound.
         """
         pairs = list(items.items()) if isinstance(items, Mapping) else list(items)
-        check.batch_size(len(pairs))
+        if atomic:
+            check.batch_size(len(pairs))
         prepared, dims = [], []
         for entry in pairs:
             if not isinstance(entry, tuple) or len(entry) not in (2, 3):
@@ -359,12 +406,20 @@ class MemoryScope:
             dims.append(dim)
         if not prepared:
             return {}
-        revisions = await self._set_vector_items(prepared, dims, check.ttl_arg(ttl_seconds))
+        most = int(self._conn.settings.get("max_call_vectors", limits.MAX_CALL_VECTORS))
+        if atomic and len(prepared) > most:
+            raise RequestTooLargeError(
+                f"the call writes {len(prepared)} vectors, the limit (max_call_vectors) is "
+                f"{most}; pass atomic=False to write them in several calls")
+        ttl = check.ttl_arg(ttl_seconds)
+        await V.ensure_scope_indexes(self._conn, dims)
+        revisions: list[int] = []
+        for part in self._calls(prepared, "vector", most, atomic):
+            revisions += await self._set_vector_items(part, ttl)
         return {item[0]: revision for item, revision in zip(prepared, revisions, strict=True)}
 
-    async def _set_vector_items(self, items: list[tuple[str, bytes, str, str]], dims: list[int],
-                                ttl: str) -> list[int]:
-        await V.ensure_scope_indexes(self._conn, dims)
+    async def _set_vector_items(self, items: list[tuple[str, bytes, str, str]], ttl: str
+                                ) -> list[int]:
         ns, scope, sid = self._scope_args()
         keys = [*self._scope_keys("vector"), K.vector_dims(ns, scope, sid),
                 *(self._vector_key(item[0]) for item in items)]

@@ -53,6 +53,7 @@ from . import keys as K
 from . import limits
 from . import vectors as V
 from .errors import InvalidExportError, RedisMemError
+from .functions import request_bytes
 from .memory import Memory
 from .stats import scan_keys
 from .store import RedisMemoryStore, event_json, long_term_memory, memory_event, memory_json
@@ -64,7 +65,8 @@ KINDS: tuple[K.Kind, ...] = ("value", "vector")
 RECORD_TYPES = ("header", "settings", "session", "value", "vector", "revisions", "event",
                 "memory")
 _PAGE = 500
-_BATCH_BYTES = 4 * 1024 * 1024
+_CALL_OVERHEAD = 4096
+"""Room in a write call for its scope keys and arguments (rows count their own)."""
 Progress = Callable[[int], None]
 
 
@@ -282,6 +284,12 @@ def _int(record: dict[str, Any], name: str, line: int, low: int,
     return value
 
 
+def _row_bytes(*args: str | bytes) -> int:
+    """What a row adds to a write call: its arguments and its own key name
+    (the key name again plus the scope's prefix, at most 320 bytes)."""
+    return request_bytes((), args) + len(str(args[0]).encode()) + 320
+
+
 def _embedding(value: Any, line: int) -> tuple[bytes, int]:
     if not isinstance(value, list):
         raise _fail(line, f"embedding must be a list of numbers, got {type(value).__name__}")
@@ -376,7 +384,7 @@ class Checker:
     def _value(self, record: dict[str, Any], line: int) -> Row:
         (scope, sid), key, tail = self._entry(record, line, ("value",))
         text = check.canonical_json(record["value"], self.max_value_bytes)
-        return Row(("value", scope, sid), (key, text, *tail), len(text) + len(key))
+        return Row(("value", scope, sid), (key, text, *tail), _row_bytes(key, text, *tail))
 
     def _vector(self, record: dict[str, Any], line: int) -> Row:
         (scope, sid), key, tail = self._entry(record, line, ("embedding", "metadata"))
@@ -384,7 +392,8 @@ class Checker:
         if not isinstance(record["metadata"], dict):
             raise _fail(line, "metadata must be an object")
         meta = V.metadata_json(record["metadata"])
-        return Row(("vector", scope, sid), (key, blob, meta, *tail, dim), len(blob) + len(meta))
+        return Row(("vector", scope, sid), (key, blob, meta, *tail, dim),
+                   _row_bytes(key, blob, meta, *tail))
 
     def _revisions(self, record: dict[str, Any], line: int) -> Row:
         _fields(record, line, ("kind", "scope", "scope_id", "revisions"))
@@ -404,7 +413,7 @@ class Checker:
             raise _fail(line, "event must be an object")
         event = memory_event(record["event"])
         text = event_json(event)
-        return Row(("event", event.thread_id), (text,), len(text))
+        return Row(("event", event.thread_id), (text,), request_bytes((), (text,)))
 
     def _memory(self, record: dict[str, Any], line: int) -> Row:
         _fields(record, line, ("memory", "embedding"))
@@ -502,8 +511,12 @@ class _Writer:
     async def add(self, row: Row) -> None:
         # a key twice in one call is refused by Lua: a repeated key starts a new batch
         name = row.args[0] if row.group[0] in KINDS else None
-        if row.group != self.group or len(self.rows) >= limits.MAX_BATCH or (
-            self.size + row.size > _BATCH_BYTES or name in self.names
+        most = limits.MAX_BATCH
+        if row.group[0] == "vector":
+            most = int(self.mem._conn.settings.get("max_call_vectors", limits.MAX_CALL_VECTORS))
+        budget = self.mem._conn.functions.max_call_bytes - _CALL_OVERHEAD
+        if row.group != self.group or len(self.rows) >= most or (
+            self.size + row.size > budget or name in self.names
         ):
             await self.flush()
             self.group = row.group

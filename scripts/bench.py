@@ -34,6 +34,7 @@ import numpy as np
 from redis.asyncio import Redis
 
 import redismem
+import redismem._json
 from redismem import keys as K
 from redismem import vectors
 from redismem.server import EmbeddedServer
@@ -232,7 +233,7 @@ async def bench_vectors(url: str, n: int, index: str = "hnsw", dim: int = 384,
         start = time.perf_counter()
         for first in range(0, n, 500):
             await scope.set_vectors([(f"v{i}", data[i], {"group": int(groups[i])})
-                                     for i in range(first, min(n, first + 500))])
+                                     for i in range(first, min(n, first + 500))], atomic=False)
         seconds = time.perf_counter() - start
         rows.append({"op": f"{index}: ingest {n:,} x {dim}-d (set_vectors, 500 per call)",
                      "value": f"{n / seconds:,.0f} vectors/s", "target": "≥ 5,000/s"})
@@ -359,7 +360,8 @@ async def bench_transfer(url: str, n: int) -> list[dict[str, Any]]:
         for first in range(0, len(data), 1000):
             await mem.session("v").set_vectors(
                 [(f"v{i}", data[i], {"i": i}) for i in range(first, min(first + 1000,
-                                                                        len(data)))])
+                                                                        len(data)))],
+                atomic=False)
         for first in range(0, n, 1000):
             await store.append_events("t", [
                 redismem.MemoryEvent(f"e{i}", "t", None, "message", i, {"i": i})
@@ -471,26 +473,50 @@ class Pinger:
             result["pings"] = len(waits)
 
 
+def _fit(make: Callable[[int], Any], limit: int) -> Any:
+    """``make(n)`` for the largest n whose canonical JSON fits ``limit`` bytes."""
+    low, high = 1, 1
+    while len(redismem._json.dumps(make(high))[0].encode()) <= limit:
+        low, high = high, high * 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        if len(redismem._json.dumps(make(middle))[0].encode()) <= limit:
+            low = middle
+        else:
+            high = middle
+    return make(low)
+
+
 async def bench_stall(url: str, n: int) -> list[dict[str, Any]]:
     """The longest a PING from another client waits while one redismem call
-    runs: the largest calls the default max_call_bytes (4 MiB) lets through,
-    and trimming ``n`` events from the feed."""
+    runs: the largest calls the namespace's max_call_bytes lets through, and
+    trimming ``n`` events from the feed."""
     ns = "bench" + uuid.uuid4().hex[:8]
     rows: list[dict[str, Any]] = []
     rng = np.random.default_rng(1)
     async with await redismem.connect(url, namespace=ns, principal="bench") as mem:
-        budget = redismem.limits.MAX_CALL_BYTES - 64 * 1024  # room for the keys
-        shapes: dict[str, Any] = {
-            "set_many, 60 x 65 kB strings": {f"s{i}": "x" * (budget // 60 - 64)
-                                             for i in range(60)},
-            "set_many, 4 x 1 MB arrays of small integers": {
-                f"a{i}": list(range(i * 10**6, i * 10**6 + (budget // 4) // 9))
-                for i in range(4)},
-            "set_many, 4 x 1 MB of non-ASCII text": {f"u{i}": "日本語テキスト" * (budget // 4 // 21)
-                                                     for i in range(4)},
-            "set_many, 1,000 small values": {f"k{i}": {"n": i, "note": "pack passports"}
-                                             for i in range(1000)},
+        budget = int((await mem.settings())["max_call_bytes"]) - 16 * 1024  # room for keys
+        value_budget = min(budget, int((await mem.settings())["max_value_bytes"]) - 64)
+        await mem.configure(max_value_bytes=max(value_budget + 64, 1024))
+        per_value = 64 * 1024 - 64
+        count = max(1, budget // (per_value + 256))
+        dim = 384
+        makers: dict[str, Callable[[int], Any]] = {
+            "array of integers": lambda n: list(range(10**6, 10**6 + n)),
+            "array of floats": lambda n: [round(0.123456789 * i, 6) for i in range(n)],
+            "Russian text": lambda n: "Съешь же ещё этих мягких французских булок. " * n,
+            "Japanese text": lambda n: "日本語のテキストです。" * n,
         }
+        shapes: dict[str, Any] = {
+            f"set_many, {count} x 64 kB strings": {f"s{i}": "x" * per_value
+                                                    for i in range(count)}}
+        for what, make in makers.items():
+            value = _fit(make, value_budget)
+            shapes[f"set, one {value_budget // 1024} kB {what}"] = {"v": value}
+        shapes["set_many, 1,000 small values"] = {f"k{i}": {"n": i, "note": "pack passports"}
+                                                  for i in range(1000)}
+        vector_count = min(int((await mem.settings())["max_call_vectors"]),
+                           budget // (dim * 4 + 200))
         scope = mem.session("s")
         with Pinger(url) as pinger:
             await asyncio.sleep(0.2)
@@ -499,10 +525,12 @@ async def bench_stall(url: str, n: int) -> list[dict[str, Any]]:
                     with pinger.measure() as result:
                         await scope.set_many(mapping)
                     rows.append({"op": name, "result": result})
-            vectors_ = [(f"v{i}", rng.standard_normal(384).tolist()) for i in range(1000)]
-            with pinger.measure() as result:
-                await scope.set_vectors(vectors_)
-            rows.append({"op": "set_vectors, 1,000 x 384-d", "result": result})
+            vectors_ = [(f"v{i}", rng.standard_normal(dim).tolist()) for i in range(vector_count)]
+            for _ in range(3):
+                with pinger.measure() as result:
+                    await scope.set_vectors(vectors_)
+                rows.append({"op": f"set_vectors, {vector_count} x {dim}-d (HNSW)",
+                             "result": result})
             await mem.configure(feed_max_bytes=redismem.limits.MAX_FEED_BYTES_CEILING)
             for start_i in range(0, n, 1000):
                 await scope.set_many({f"e{i % 5000}": i for i in range(start_i, start_i + 1000)})

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from typing import Any
 
+import numpy as np
 import pytest
 
 import redismem
@@ -359,3 +360,29 @@ async def test_trim_works_in_slices(rmem: redismem.Memory) -> None:
     assert await rmem.trim_feed() == 5000 - limits.TRIM_SLICE_EVENTS
     assert await rmem.client.xlen(K.feed(rmem.namespace)) == 0
     assert await rmem.client.get(K.feed_size(rmem.namespace)) == b"0"
+
+
+async def test_vector_batches_are_bounded_and_bulk_loads_split(mem: redismem.Memory) -> None:
+    scope = mem.session("s")
+    items = [(f"v{i:03d}", [1.0, float(i)]) for i in range(300)]
+    before = await snapshot(mem)
+    with pytest.raises(redismem.RequestTooLargeError, match="max_call_vectors"):
+        await scope.set_vectors(items)
+    raw = Functions(mem.client)  # the Lua side refuses too
+    keys = [*K.scope_writes(mem.namespace, "vector", "session", "s"),
+            K.vector_dims(mem.namespace, "session", "s"),
+            *(K.vector(mem.namespace, "session", "s", key) for key, _ in items[:129])]
+    blobs = [(key, np.asarray(e, dtype="<f4").tobytes(), "{}", "") for key, e in items[:129]]
+    with pytest.raises(redismem.RequestTooLargeError, match="128"):
+        await raw.set_vectors(keys, mem.namespace, "session", "s", "", "me", blobs)
+    assert await snapshot(mem) == before
+    revisions = await scope.set_vectors(items, atomic=False)
+    assert len(revisions) == 300 and set(revisions.values()) == {1}
+    assert len(await scope.list_keys(kind="vector")) == 300
+    await mem.configure(max_call_bytes=65_536)
+    values = {f"k{i}": "x" * 1000 for i in range(300)}
+    with pytest.raises(redismem.RequestTooLargeError):
+        await scope.set_many(values)
+    assert await scope.set_many(values, atomic=False) == dict.fromkeys(values, 1)
+    events = await mem.client.xrange(K.feed(mem.namespace), count=10_000)
+    assert len(events) == 600

@@ -124,6 +124,8 @@ def test_lua_and_python_settings_agree() -> None:
     bounds["max_value_bytes"] = (limits.MIN_VALUE_BYTES_SETTING, limits.MAX_VALUE_BYTES_CEILING)
     bounds["max_call_bytes"] = (limits.MIN_CALL_BYTES_SETTING, limits.MAX_CALL_BYTES_CEILING)
     bounds["feed_max_bytes"] = (limits.MIN_FEED_BYTES_SETTING, limits.MAX_FEED_BYTES_CEILING)
+    bounds["max_call_vectors"] = (1, limits.MAX_BATCH)
+    assert "max_call_vectors = {low = 1, high = LIMITS.max_batch" in text
     bounds["feed_retention_ms"] = (1, limits.MAX_TTL_MS)
     assert "feed_retention_ms = {low = 1, high = LIMITS.max_ttl_ms" in text
     assert bounds == limits.SETTING_BOUNDS
@@ -151,6 +153,7 @@ def test_lua_and_python_limits_agree() -> None:
         "trim_slice_events": limits.TRIM_SLICE_EVENTS,
         "trim_slice_bytes": limits.TRIM_SLICE_BYTES,
         "max_call_bytes": limits.MAX_CALL_BYTES,
+        "max_call_vectors": limits.MAX_CALL_VECTORS,
         "max_call_bytes_ceiling": limits.MAX_CALL_BYTES_CEILING,
         "min_call_bytes_setting": limits.MIN_CALL_BYTES_SETTING,
         "feed_max_bytes": limits.FEED_MAX_BYTES,

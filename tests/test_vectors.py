@@ -72,7 +72,7 @@ async def test_filtered_search_returns_top_k_when_enough_match(mem: redismem.Mem
     scope = mem.global_scope()
     rng = np.random.default_rng(3)
     await scope.set_vectors([(f"v{i}", rng.normal(size=16), {"group": i % 20})
-                             for i in range(400)])
+                             for i in range(400)], atomic=False)
     found = await scope.similarity_search(rng.normal(size=16), top_k=20, filter={"group": 7})
     assert len(found) == 20 and all(m.metadata["group"] == 7 for m in found)
     assert [m.score for m in found] == sorted((m.score for m in found), reverse=True)
@@ -258,7 +258,8 @@ async def test_hnsw_agrees_with_exact(rmem: redismem.Memory) -> None:
     data = rng.normal(size=(2000, 64)).astype(np.float32)
     scope = rmem.global_scope()
     for start in range(0, 2000, 500):
-        await scope.set_vectors([(f"v{i:04d}", data[i]) for i in range(start, start + 500)])
+        await scope.set_vectors([(f"v{i:04d}", data[i]) for i in range(start, start + 500)],
+                                atomic=False)
     normed = data / np.linalg.norm(data, axis=1, keepdims=True)
     queries = rng.normal(size=(30, 64)).astype(np.float32)
     indexed, exact = [], []
@@ -277,7 +278,8 @@ async def test_exact_fallback_without_search_module(plain_redis: str) -> None:
         scope = mem.session("s")
         rng = np.random.default_rng(11)
         data = rng.normal(size=(300, 24)).astype(np.float32)
-        await scope.set_vectors([(f"v{i:03d}", data[i], {"odd": i % 2 == 1}) for i in range(300)])
+        await scope.set_vectors([(f"v{i:03d}", data[i], {"odd": i % 2 == 1}) for i in range(300)],
+                                atomic=False)
         normed = data.astype(np.float64)
         normed /= np.linalg.norm(normed, axis=1, keepdims=True)
         for q in rng.normal(size=(5, 24)).astype(np.float32):
@@ -302,7 +304,7 @@ async def test_flat_index_setting(rmem: redismem.Memory, redis_url: str) -> None
     scope = rmem.global_scope()
     rng = np.random.default_rng(5)
     data = rng.normal(size=(500, 16)).astype(np.float32)
-    await scope.set_vectors([(f"v{i:03d}", data[i]) for i in range(500)])
+    await scope.set_vectors([(f"v{i:03d}", data[i]) for i in range(500)], atomic=False)
     info = await V.index_info(rmem.client, K.vector_index(rmem.namespace, 16))
     assert V._algorithm(info) == "FLAT"
     normed = data / np.linalg.norm(data, axis=1, keepdims=True)

@@ -31,6 +31,7 @@ local function import_vectors(keys, args)
   expect_keys(keys, 8 + count)
   local w = scope_writer(keys, 1, c, 'vector', principal)
   check_request(keys, args, w.settings.max_call_bytes)
+  check_vector_count(count, w.settings)
   local dims_key = expect_key(keys, 8, SCHEMA.dims(c))
   local scope_tag = to_hex(c.scope .. ':' .. c.sid)
 

@@ -30,6 +30,7 @@ local function set_vectors(keys, args)
   local w = scope_writer(keys, 1, c, 'vector', principal)
   w.ttl = ttl
   check_request(keys, args, w.settings.max_call_bytes)
+  check_vector_count(count, w.settings)
   local dims_key = expect_key(keys, 8, SCHEMA.dims(c))
   local scope_tag = to_hex(c.scope .. ':' .. c.sid)
 

@@ -1,7 +1,10 @@
 --[[ config: per-namespace settings in the hash rm:{ns}:cfg, with defaults.
   max_value_bytes: largest value, as canonical JSON (default 1 MiB).
   max_call_bytes: largest write call, the bytes of all its KEYS and ARGV
-  (default 4 MiB), so that no call holds the server for long.
+  (default 1 MiB + 64 KiB: one largest value fits), so that no call holds
+  the server for long (scripts/bench.py stall measures how long).
+  max_call_vectors: most vectors one call writes (default 128): indexing
+  costs per vector (HNSW), not per byte.
   feed_retention_ms: how long change events are kept (default 30 days).
   feed_max_bytes: how large the feed may grow before its oldest events are
   dropped early (default 256 MiB; see lib/50_feed.lua).
@@ -15,6 +18,7 @@ local CONFIG_FIELDS = {
                      default = LIMITS.max_value_bytes},
   max_call_bytes = {low = LIMITS.min_call_bytes_setting, high = LIMITS.max_call_bytes_ceiling,
                     default = LIMITS.max_call_bytes},
+  max_call_vectors = {low = 1, high = LIMITS.max_batch, default = LIMITS.max_call_vectors},
   feed_retention_ms = {low = 1, high = LIMITS.max_ttl_ms, default = LIMITS.feed_retention_ms},
   feed_max_bytes = {low = LIMITS.min_feed_bytes_setting, high = LIMITS.max_feed_bytes_ceiling,
                     default = LIMITS.feed_max_bytes},
@@ -45,7 +49,8 @@ local function config_get(config_key, field)
 end
 
 -- The settings a write call needs, in one read.
-local WRITE_SETTINGS = {'max_value_bytes', 'max_call_bytes', 'feed_retention_ms', 'feed_max_bytes'}
+local WRITE_SETTINGS = {'max_value_bytes', 'max_call_bytes', 'max_call_vectors', 'feed_retention_ms',
+                        'feed_max_bytes'}
 
 local function write_settings(config_key)
   local stored = redis.call('HMGET', config_key, unpack(WRITE_SETTINGS))
@@ -68,5 +73,13 @@ local function check_request(keys, args, limit)
   if total > limit then
     fail('REQUEST_TOO_LARGE', 'the call carries ' .. int_string(total)
          .. ' bytes of keys and arguments, the limit (max_call_bytes) is ' .. int_string(limit))
+  end
+end
+
+-- REQUEST_TOO_LARGE unless a call writes at most max_call_vectors vectors.
+local function check_vector_count(count, settings)
+  if count > settings.max_call_vectors then
+    fail('REQUEST_TOO_LARGE', 'the call writes ' .. count .. ' vectors, the limit (max_call_vectors) is '
+         .. settings.max_call_vectors)
   end
 end
