@@ -24,7 +24,15 @@ from . import server, stats, transfer
 from ._validate import check_id
 from .errors import RedisMemError
 from .functions import Functions, bundled, server_version
-from .memory import MEMORY_URL, Memory, connect, detect_capabilities, open_client, resolve_url
+from .memory import (
+    MEMORY_URL,
+    Memory,
+    connect,
+    detect_capabilities,
+    eviction_policy,
+    open_client,
+    resolve_url,
+)
 from .scope import MemoryScope
 from .store import RedisMemoryStore
 from .types import MemoryChangeEvent, RetentionPolicy
@@ -165,6 +173,9 @@ def _status_text(data: dict[str, Any]) -> str:
              f"library: version {data['library_version']} loaded, this package ships "
              f"{data['bundled_library_version']}",
              f"vector search: {data['vector_search']}"]
+    if data["maxmemory_policy"] not in (None, "noeviction"):
+        lines.append(f"warning: maxmemory-policy is {data['maxmemory_policy']}: the server may "
+                     "evict memory (redismem needs noeviction)")
     if not data["namespaces"]:
         lines.append("no namespaces")
     for n in data["namespaces"]:
@@ -215,8 +226,9 @@ def status(url: str | None, namespace: str | None, as_json: bool) -> None:
                 except (redis.ResponseError, ValueError) as exc:
                     # keys redismem did not write (e.g. a counter set by hand)
                     found.append({"namespace": ns, "error": f"{type(exc).__name__}: {exc}"})
+            policy = await eviction_policy(client) if caps.backend == "redis" else None
             return {"url": resolved, "backend": caps.backend,
-                    "server_version": caps.server_version,
+                    "server_version": caps.server_version, "maxmemory_policy": policy,
                     "modules": {"search": caps.search, "json": caps.json},
                     "library_version": loaded, "bundled_library_version": bundled().version,
                     "vector_search": caps.vector_search, "namespaces": found}

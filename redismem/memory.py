@@ -15,12 +15,13 @@ from types import TracebackType
 from typing import Any, cast
 
 from redis.asyncio import Redis
+from redis.exceptions import ResponseError
 
 from . import _validate as check
 from . import feed, limits, server
 from . import keys as K
 from ._connection import Connection
-from .errors import InvalidArgumentError
+from .errors import EvictionPolicyError, InvalidArgumentError
 from .functions import Functions, ensure_library
 from .scope import MemoryScope
 from .types import Capabilities, ChangePage, MemoryChangeEvent, MemoryValue
@@ -373,8 +374,25 @@ async def detect_capabilities(client: Redis, backend: str, library_version: int)
     )
 
 
+async def eviction_policy(client: Redis) -> str | None:
+    """The server's ``maxmemory-policy`` (from INFO, which workers may run
+    where CONFIG is for admins), or None when the server does not say."""
+    try:
+        info = await client.info("memory")
+    except ResponseError:  # INFO not permitted to this user
+        return None
+    policy = info.get("maxmemory_policy")
+    return None if policy is None else str(policy)
+
+
+def _allow_eviction(allow: bool | None) -> bool:
+    if allow is not None:
+        return allow
+    return os.environ.get("REDISMEM_ALLOW_EVICTION", "").strip().lower() in ("1", "true", "yes")
+
+
 async def connect(url: str | None = None, *, namespace: str = "default",
-                  principal: str | None = None) -> Memory:
+                  principal: str | None = None, allow_eviction: bool | None = None) -> Memory:
     """Connect to redismem memory.
 
     Args:
@@ -382,9 +400,14 @@ async def connect(url: str | None = None, *, namespace: str = "default",
             ``REDISMEM_URL``, else the embedded server (started if needed).
         namespace: the namespace to work in.
         principal: who writes; default ``REDISMEM_PRINCIPAL`` or ``user@host``.
+        allow_eviction: connect even when the server's ``maxmemory-policy``
+            may evict keys (anything but ``noeviction``), which silently
+            drops memory, revisions and feed events; default
+            ``REDISMEM_ALLOW_EVICTION=1``, else False.
 
     Raises:
         InvalidIdError: the namespace or principal is not a valid id.
+        EvictionPolicyError: the server may evict keys (see ``allow_eviction``).
         LibraryVersionError: the server holds a newer Lua library.
         ServerNotFoundError: no URL and no embedded server binary.
     """
@@ -393,8 +416,16 @@ async def connect(url: str | None = None, *, namespace: str = "default",
     resolved = await resolve_url(url)
     client = await open_client(resolved)
     try:
-        loaded = await ensure_library(client)
         backend = "memory" if resolved.startswith(MEMORY_URL) else "redis"
+        if backend == "redis" and not _allow_eviction(allow_eviction):
+            policy = await eviction_policy(client)
+            if policy is not None and policy != "noeviction":
+                raise EvictionPolicyError(
+                    f"the server's maxmemory-policy is {policy}: when memory runs out it evicts "
+                    "keys, silently dropping values, revisions and change events. Set "
+                    "maxmemory-policy noeviction (CONFIG SET and redis.conf), or connect with "
+                    "allow_eviction=True (REDISMEM_ALLOW_EVICTION=1) if you accept that")
+        loaded = await ensure_library(client)
         capabilities = await detect_capabilities(client, backend, loaded.version)
         connection = Connection(client, Functions(client), namespace, who,
                                 search=capabilities.search)

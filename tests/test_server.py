@@ -109,3 +109,26 @@ def test_default_principal_is_a_valid_id(monkeypatch: pytest.MonkeyPatch) -> Non
     assert check_id("principal", default_principal()) == default_principal()
     assert "@" in default_principal()
     assert os.environ.get("REDISMEM_PRINCIPAL") is None
+
+
+def test_a_restart_keeps_the_directory_durability_and_port(tmp_path: Path) -> None:
+    first = EmbeddedServer(tmp_path, appendfsync="always").start()
+    EmbeddedServer(tmp_path).kill()  # a crash
+    again = EmbeddedServer(tmp_path).start()  # a plain connect() after the crash
+    try:
+        assert again.appendfsync == "always" and again.port == first.port
+        client = server._client(again.port)
+        try:
+            assert client.config_get("appendfsync") == {"appendfsync": "always"}
+        finally:
+            client.close()
+    finally:
+        EmbeddedServer(tmp_path).stop()
+    assert EmbeddedServer(tmp_path).start().appendfsync == "always"  # after a clean stop too
+    EmbeddedServer(tmp_path, appendfsync="everysec").stop()
+    changed = EmbeddedServer(tmp_path, appendfsync="everysec").start()
+    try:
+        assert changed.appendfsync == "everysec"
+    finally:
+        EmbeddedServer(tmp_path).stop()
+    assert EmbeddedServer(tmp_path).remembered()["appendfsync"] == "everysec"
