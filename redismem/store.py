@@ -11,6 +11,7 @@ the client when the server has no search module.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -23,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
+from redis.exceptions import ResponseError
 
 from . import _json, limits
 from . import _validate as check
@@ -261,15 +263,51 @@ class RedisMemoryStore:
         return self._memory
 
     async def setup(self) -> None:
-        """Connect and prepare indexes; calling it again does nothing."""
+        """Connect; calling it again does nothing. Writes nothing: indexes are
+        made by the first write that needs them."""
         if self._memory is not None:
             return
         self._memory = await connect(self.url, namespace=self.namespace, **self._options)
-        if self._memory.capabilities.search:
-            await V.create_index(self._memory.client, [
-                "FT.CREATE", K.memory_text_index(self.namespace), "ON", "HASH",
-                "PREFIX", 1, K.memory_prefix(self.namespace), "SCHEMA",
-                "text", "TEXT", "_u", "TAG", "_s", "TAG", "upd", "NUMERIC", "SORTABLE"])
+
+    def _text_index_args(self) -> list[Any]:
+        # No stopwords and no stemming, as the exact search in the client: a
+        # query for "the" finds texts with "the" (RediSearch's default
+        # stopwords dropped it and matched every memory), "runners" does not
+        # find "runner" (queries are VERBATIM too).
+        return ["FT.CREATE", K.memory_text_index(self.namespace), "ON", "HASH",
+                "PREFIX", 1, K.memory_prefix(self.namespace), "STOPWORDS", 0, "SCHEMA",
+                "text", "TEXT", "NOSTEM", "_u", "TAG", "_s", "TAG", "upd", "NUMERIC", "SORTABLE"]
+
+    async def _text_index_ready(self) -> bool:
+        """Whether the text index exists as _text_index_args defines it (one
+        FT.INFO per connection); only reads."""
+        conn = self.memory._conn
+        name = K.memory_text_index(self.namespace)
+        if conn.indexes.get(name) == "TEXT":
+            return True
+        try:
+            info = await V.index_info(conn.client, name)
+        except ResponseError:  # no such index
+            return False
+        ready = "stopwords_list" in info and any(
+            b"NOSTEM" in V.attribute_flags(attribute) for attribute in info.get("attributes", []))
+        if ready:
+            conn.indexes[name] = "TEXT"
+        return ready
+
+    async def _ensure_text_index(self) -> None:
+        """Make the text index before a memory write: create it, or re-create
+        an older definition (its documents stay and are indexed again)."""
+        if not self.memory.capabilities.search or await self._text_index_ready():
+            return
+        client = self.memory.client
+        async with self.memory._conn.index_lock:
+            if await self._text_index_ready():
+                return
+            with contextlib.suppress(ResponseError):  # absent, or dropped by a racing writer
+                await client.execute_command(  # type: ignore[no-untyped-call]
+                    "FT.DROPINDEX", K.memory_text_index(self.namespace))
+            await V.create_index(client, self._text_index_args())
 
     async def close(self) -> None:
         """Close the connection; calling it again does nothing."""
@@ -424,6 +462,7 @@ class RedisMemoryStore:
         if embedding is not None:
             blob, dim = V.embedding_bytes(embedding)
             await self._ensure_vector_index(dim)
+        await self._ensure_text_index()
         ns = self.namespace
         return await self.memory._conn.functions.upsert_memory(
             [K.memory(ns, user, memory.id), K.memories(ns, user), K.memory_dim(ns), K.config(ns)],
@@ -482,7 +521,7 @@ class RedisMemoryStore:
         words = sorted(set(_words(query)))
         if not words:
             return []
-        if not self.memory.capabilities.search:
+        if not await self._text_index_ready():  # no search module, or no memory written yet
             records = await self._memories(user_id, scope)
             return [m for m, _ in bm25_rank(query, [(m, m.text) for m, _ in records], limit)]
         clauses = [V.tag_clause("_u", user.encode().hex())]
@@ -490,7 +529,7 @@ class RedisMemoryStore:
             clauses.append(V.tag_clause("_s", scope.encode().hex()))
         text = f"{' '.join(clauses)} @text:({'|'.join(words)})"
         reply = await self.memory.client.execute_command(  # type: ignore[no-untyped-call]
-            "FT.SEARCH", K.memory_text_index(self.namespace), text, "SCORER", "BM25",
+            "FT.SEARCH", K.memory_text_index(self.namespace), text, "VERBATIM", "SCORER", "BM25",
             "RETURN", 1, "rec", "LIMIT", 0, limit, "DIALECT", 2)
         return [memory_from_json(fields[b"rec"]) for _, fields in V.search_rows(reply)]
 

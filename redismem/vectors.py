@@ -249,13 +249,24 @@ async def create_index(client: Redis, args: Sequence[Any]) -> bool:
     return True
 
 
+def _attribute_pairs(attribute: Any) -> Any:
+    # redis-py gives each attribute as a dict; a raw reply is a flat list
+    return (attribute.items() if isinstance(attribute, dict)
+            else zip(attribute[::2], attribute[1::2], strict=False))
+
+
+def attribute_flags(attribute: Any) -> list[bytes]:
+    """The flags (NOSTEM, SORTABLE, ...) of one attribute of FT.INFO, as bytes:
+    in a ``flags`` list (RESP3) or as bare words of the attribute (RESP2)."""
+    found: list[Any] = (list(attribute.get(b"flags") or attribute.get("flags") or [])
+                        if isinstance(attribute, dict) else list(attribute))
+    return [f.encode() if isinstance(f, str) else f for f in found if isinstance(f, bytes | str)]
+
+
 def _algorithm(info: Mapping[str, Any]) -> str:
     """The vector algorithm named in FT.INFO's attributes."""
     for attribute in info.get("attributes", []):
-        # redis-py gives each attribute as a dict; a raw reply is a flat list
-        pairs = (attribute.items() if isinstance(attribute, dict)
-                 else zip(attribute[::2], attribute[1::2], strict=False))
-        for name, value in pairs:
+        for name, value in _attribute_pairs(attribute):
             if name in (b"algorithm", "algorithm"):
                 return (value.decode() if isinstance(value, bytes) else str(value)).upper()
     raise ValueError("the vector index has no vector attribute")
