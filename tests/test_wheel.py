@@ -1,8 +1,9 @@
-"""The Lua files ship inside the wheel: build it, install it in a fresh venv
-and load the library from the installed copy."""
+"""The Lua files ship inside the wheel: build it, install it into a directory
+of its own and load the library from the installed copy (in a venv or not)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import zipfile
@@ -15,16 +16,16 @@ import asyncio, sys
 import redismem
 from redismem import functions
 
-async def main(url):
+async def main(url, target):
     here = functions.lua_dir()
-    assert str(here).startswith(sys.prefix), here
-    assert redismem.__file__.startswith(sys.prefix), redismem.__file__
+    assert str(here).startswith(target), here
+    assert redismem.__file__.startswith(target), redismem.__file__
     async with await redismem.connect(url, namespace="wheel") as mem:
         result = await functions.ensure_library(mem.client, force=True)
         print(result.action, result.version, mem.capabilities.library_version)
         await mem.global_scope().set("k", 1)
 
-asyncio.run(main(sys.argv[1]))
+asyncio.run(main(sys.argv[1], sys.argv[2]))
 """
 
 
@@ -36,15 +37,15 @@ def test_wheel_ships_and_loads_lua(tmp_path: Path, redis_url: str) -> None:
     lua_files = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "lua").rglob("*.lua"))
     assert sorted(n.removeprefix("redismem/") for n in names if n.endswith(".lua")) == lua_files
     assert "redismem/py.typed" in names
-    venv = tmp_path / "venv"
-    # the dependencies come from this environment: no network at test time
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
-                   check=True, timeout=300)
-    python = venv / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index",
-                    str(wheel)], check=True, timeout=300)
-    done = subprocess.run([str(python), "-c", CHECK, redis_url], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=120, check=False)
+    # installed into a directory of its own, run by this same interpreter: its
+    # dependencies come from this environment (a venv or not), with no network
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+                    "--target", str(target), str(wheel)], check=True, timeout=300)
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    done = subprocess.run([sys.executable, "-c", CHECK, redis_url, str(target)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False,
+                          env=env)
     assert done.returncode == 0, done.stderr
     action, version, in_use = done.stdout.split()
     assert action == "replaced" and version == in_use
