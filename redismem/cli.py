@@ -377,6 +377,57 @@ async def set_cmd(mem: Memory, scope_spec: str, key: str, value: str, ttl: float
     _emit({"key": key, "revision": revision}, as_json, lambda d: f"revision {d['revision']}")
 
 
+ttl_keep_option = click.option(
+    "--ttl", type=float, default=None,
+    help="Set the key's expiry to this many seconds (default: keep the key's expiry).")
+
+
+@main.command("incr")
+@scoped_options
+@click.option("--by", type=int, default=1, show_default=True, help="The integer to add.")
+@ttl_keep_option
+@click.argument("key")
+@_with_memory
+async def incr_cmd(mem: Memory, scope_spec: str, key: str, by: int, ttl: float | None,
+                   as_json: bool) -> None:
+    """Add --by to the integer at KEY (absent = 0) in one server-side call:
+    concurrent increments never conflict."""
+    got = await _scope(mem, scope_spec).incr(key, by=by, ttl_seconds=ttl)
+    _emit({"key": key, "value": got.value, "revision": got.revision}, as_json,
+          lambda d: f"{d['value']} (revision {d['revision']})")
+
+
+@main.command("append")
+@scoped_options
+@click.option("--max-items", type=int, default=None,
+              help="Keep only the last N items (a capped log).")
+@ttl_keep_option
+@click.argument("key")
+@click.argument("item")
+@_with_memory
+async def append_cmd(mem: Memory, scope_spec: str, key: str, item: str, max_items: int | None,
+                     ttl: float | None, as_json: bool) -> None:
+    """Append ITEM (JSON) to the list at KEY (absent = []) in one server-side call."""
+    revision = await _scope(mem, scope_spec).append(key, _json_arg(item, "ITEM"),
+                                                    max_items=max_items, ttl_seconds=ttl)
+    _emit({"key": key, "revision": revision}, as_json, lambda d: f"revision {d['revision']}")
+
+
+@main.command("merge")
+@scoped_options
+@ttl_keep_option
+@click.argument("key")
+@click.argument("patch")
+@_with_memory
+async def merge_cmd(mem: Memory, scope_spec: str, key: str, patch: str, ttl: float | None,
+                    as_json: bool) -> None:
+    """Apply PATCH (a JSON object; null deletes a member) to the object at KEY
+    as an RFC 7386 merge patch, in one server-side call."""
+    revision = await _scope(mem, scope_spec).merge(key, _json_arg(patch, "PATCH"),
+                                                   ttl_seconds=ttl)
+    _emit({"key": key, "revision": revision}, as_json, lambda d: f"revision {d['revision']}")
+
+
 @main.command("del")
 @scoped_options
 @click.option("--expected-revision", type=int, default=None, help="Delete only at this revision.")

@@ -67,11 +67,17 @@ def cases(ns: str, tmp: Path) -> dict[tuple[str, ...], tuple[list[str], Callable
         ("get",): ([*s1, "cli", "--json"], lambda out: json.loads(out)["value"] == {"a": 1}),
         ("keys",): ([*s1, "--json"], lambda out: "cli" in json.loads(out)),
         ("del",): ([*s1, "cli", "--json"], lambda out: json.loads(out)["deleted"] is True),
+        ("incr",): ([*s1, "hits", "--by", "5", "--json"],
+                    lambda out: json.loads(out) == {"key": "hits", "value": 5, "revision": 1}),
+        ("append",): ([*s1, "log", '{"event": 1}', "--max-items", "10", "--json"],
+                      lambda out: json.loads(out) == {"key": "log", "revision": 1}),
+        ("merge",): ([*s1, "prefs", '{"theme": "dark"}', "--json"],
+                     lambda out: json.loads(out) == {"key": "prefs", "revision": 1}),
         ("changes",): ([*n, "--after", "1", "--json"],
                        lambda out: json_lines(out)[0]["sequence"] == 2),
         ("trim",): ([*n, "--json"], lambda out: json.loads(out)["trimmed"] == 0),
         ("export",): ([*n, "-o", dump, "--json"],
-                      lambda out: json.loads(out)["records"]["value"] == 8),
+                      lambda out: json.loads(out)["records"]["value"] == 11),
         ("import",): ([dump, "--namespace", f"{ns}-copy", "--json"],
                       lambda out: json.loads(out)["written"]["vector"] == 4),
         ("vectors", "set"): ([*s1, "green", "[0, 1, 0.5]", "--metadata", '{"colour": "green"}',
@@ -117,7 +123,8 @@ def test_every_command_fails_in_one_line(redis_url: str, tmp_path: Path) -> None
     runs: list[tuple[tuple[str, ...], list[str], str]] = []
     for path, command in leaf_commands():
         required = [p for p in command.params if isinstance(p, click.Argument) and p.required]
-        filler = {"value": "1", "query": "[1, 0]", "embedding": "[1, 0]",
+        filler = {"value": "1", "query": "[1, 0]", "embedding": "[1, 0]", "item": "1",
+                  "patch": "{}",
                   "file": str(tmp_path / "missing.jsonl")}
         args = [filler.get(p.name or "", "x") for p in required]
         if any(p.name == "url" for p in command.params):
@@ -133,7 +140,10 @@ def test_every_command_fails_in_one_line(redis_url: str, tmp_path: Path) -> None
              (("threads", "show"), [*at, "bad:thread"], "InvalidIdError"),
              (("vectors", "set"), [*at, "k", "[0, 0]"], "the zero vector has no direction"),
              (("vectors", "set"), [*at, "k", "[1]", "--metadata", "[]"], "InvalidMetadataError"),
-             (("import",), [*at, str(tmp_path)], "is a directory")]
+             (("import",), [*at, str(tmp_path)], "is a directory"),
+             (("incr",), [*at, "--by", "x", "k"], "'x' is not a valid integer"),
+             (("append",), [*at, "k", "{not json"], "ITEM is not valid JSON"),
+             (("merge",), [*at, "k", "[1]"], "patch must be a dict")]
     with ThreadPoolExecutor(4) as pool:
         done = list(pool.map(lambda run: run_script(*run[0], *run[1]), runs))
     for (path, args, expected), result in zip(runs, done, strict=True):
