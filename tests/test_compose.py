@@ -26,6 +26,7 @@ def test_redis_8_with_aof_a_healthcheck_and_a_volume() -> None:
     assert command[0] == "redis-server"
     assert command[command.index("--appendonly") + 1] == "yes"
     assert command[command.index("--appendfsync") + 1] in ("everysec", "always")
+    assert command[command.index("--maxmemory-policy") + 1] == "noeviction"
     assert "--loadmodule" not in command  # the image's entrypoint loads its modules itself
     assert redis["healthcheck"]["test"] == ["CMD", "redis-cli", "ping"]
     volume, _, mount = redis["volumes"][0].partition(":")
