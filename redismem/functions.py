@@ -157,7 +157,10 @@ class Functions:
 
     def _check_size(self, keys: Sequence[str], args: Sequence[str | bytes | int]) -> None:
         # characters are at most 4 bytes each: only a large call needs counting
-        rough = sum(len(part) if not isinstance(part, int) else 20 for part in (*keys, *args))
+        try:
+            rough = sum(map(len, keys)) + sum(map(len, args))  # type: ignore[arg-type]
+        except TypeError:  # an int argument
+            rough = sum(len(str(part)) for part in (*keys, *args))
         if rough * 4 > self.max_call_bytes:
             total = request_bytes(keys, args)
             if total > self.max_call_bytes:

@@ -7,7 +7,7 @@
   KEYS[3] config hash   rm:{<ns>}:cfg
   ARGV[1] namespace  ARGV[2] most events to drop ('' = 2000; 1..2000)
   Reply: {events dropped, 1 when a slice budget stopped it (call again), else 0}.
-  Errors: INVALID_ARGUMENT, INVALID_ID, FEED_CORRUPT                     ]]
+  Errors: INVALID_ARGUMENT, INVALID_ID                                   ]]
 
 local function trim_feed_now(keys, args)
   count_args(args, 2, 'namespace, most events to drop')
@@ -20,7 +20,8 @@ local function trim_feed_now(keys, args)
   local f = {feed = expect_key(keys, 1, SCHEMA.feed(c)),
              feed_size = expect_key(keys, 2, SCHEMA.feed_size(c))}
   f.settings = write_settings(expect_key(keys, 3, SCHEMA.config(c)))
-  f.feed_bytes = stored_count(f.feed_size, 'the feed size counter')
+  local size = redis.call('GET', f.feed_size)
+  f.feed_bytes = size and string.find(size, '^%d+$') and tonumber(size) or 0
   local dropped, stopped = trim_head(f, now_ms(), budget)
   return {dropped, stopped and 1 or 0}
 end

@@ -20,6 +20,9 @@ local function check_id(what, text)
   if #text > LIMITS.max_id_bytes then
     fail('INVALID_ID', what .. ' is longer than ' .. LIMITS.max_id_bytes .. ' bytes')
   end
+  if not string.find(text, '[:{}%s%c\128-\255]') then
+    return text -- plain ASCII without what ids must not hold: the common case
+  end
   if not is_utf8(text) then
     fail('INVALID_ID', what .. ' must be valid UTF-8, got ' .. show(text))
   end

@@ -12,7 +12,8 @@
   which survives trimming; a counter that is not an integer is refused.
   Bounds: events older than feed_retention_ms, and the oldest events while
   the feed holds more than feed_max_bytes (the field bytes of its entries
-  plus EVENT_OVERHEAD each, counted in rm:{ns}:feedsz). Trimming drops
+  plus EVENT_OVERHEAD each, counted in rm:{ns}:feedsz: an estimate, started
+  again when it is not a count). Trimming drops
   events from the head only, so a cursor before the head is reported
   (CursorExpiredError), never skipped, and works in slices: at most
   trim_slice_events events and trim_slice_bytes bytes read per call. Writes
@@ -35,11 +36,10 @@ local function stored_count(key, what)
   return count
 end
 
--- Before the first write: the counter and the feed's size; w gains
--- sequence, feed_bytes and an empty list of planned events.
+-- Before the first write: the counter; w gains sequence and an empty list
+-- of planned events.
 local function prepare_feed(w)
   w.sequence = stored_count(w.seq, 'the feed sequence counter')
-  w.feed_bytes = stored_count(w.feed_size, 'the feed size counter')
   w.events = {}
 end
 
@@ -108,8 +108,13 @@ local function publish(w)
   end
   w.first_seq, w.last_seq = first, first + #w.events - 1
   redis.call('SET', w.seq, int_string(w.last_seq))
-  w.feed_bytes = w.feed_bytes + added
-  redis.call('SET', w.feed_size, int_string(w.feed_bytes))
+  -- the size is an estimate for trimming: one that is not a count starts again
+  local size = redis.pcall('INCRBY', w.feed_size, int_string(added))
+  if type(size) ~= 'number' or size < 0 then
+    size = added
+    redis.call('SET', w.feed_size, int_string(size))
+  end
+  w.feed_bytes = size
 end
 
 local function event_ts(fields)
