@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import redis
 
 import redismem
 from redismem import keys as K
@@ -417,3 +418,23 @@ async def test_connect_refuses_a_server_that_may_evict(redis_url: str, ns: str,
             await mem.client.config_set("maxmemory-policy", "noeviction")
     async with await redismem.connect("memory://", namespace=ns):
         pass  # memory:// never evicts
+
+
+async def test_the_set_many_that_stalled_the_server_is_refused(mem: redismem.Memory) -> None:
+    """1,000 x 65 KB in one call held a PING for 2.9 s; the default budget refuses it."""
+    scope = mem.session("s")
+    before = await snapshot(mem)
+    with pytest.raises(redismem.RequestTooLargeError, match="max_call_bytes"):
+        await scope.set_many({f"k{i}": "x" * 65_000 for i in range(1000)})
+    assert await snapshot(mem) == before
+
+
+async def test_lua_messages_print_integers_in_full(rmem: redismem.Memory) -> None:
+    ns = rmem.namespace
+    keys = [*K.scope_writes(ns, "value", "session", "s"), K.value(ns, "session", "s", "k")]
+    with pytest.raises(redis.ResponseError) as info:
+        await rmem.client.execute_command("FCALL", "redismem_set_values", len(keys), *keys, ns,
+                                          "session", "s", "", "me", "k", "1",
+                                          "9007199254740992")
+    assert str(info.value) == ("INVALID_REVISION expected revision must be between 0 and "
+                               "9007199254740991, got 9007199254740992")
