@@ -152,8 +152,9 @@ class MemoryScope:
         budget = self._conn.functions.max_call_bytes
         build = self._value_key if kind == "value" else self._vector_key
         extra = [K.vector_dims(*self._scope_args())] if kind == "vector" else []
+        longest_ttl = str(limits.MAX_TTL_MS)
         fixed = request_bytes([*self._scope_keys(kind), *extra],
-                              [*self._scope_args(), "KEEPTTL", self._conn.principal])
+                              [*self._scope_args(), longest_ttl, self._conn.principal])
         calls: list[list[Any]] = [[]]
         total = fixed
         for item in items:

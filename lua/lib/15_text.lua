@@ -230,18 +230,20 @@ local function json_error(text)
         state = 'after'
       elseif b == 45 or (b and b >= 48 and b <= 57) then
         local run_end = stack[depth] == 91 and number_run(text, pos)
-        local first = b == 45 and pos + 1 or pos
-        local _, digits = find(text, '^%d+', first)
-        local after = digits and byte(text, digits + 1)
-        state = 'after'
         if run_end then -- ends in a number, or in a comma: a value is due
           state = byte(text, run_end) == 44 and 'value' or 'after'
           pos = run_end + 1
-        elseif digits and after ~= 46 and after ~= 101 and after ~= 69 and digits - pos < 300
-               and (digits == first or byte(text, first) ~= 48) then
-          pos = digits + 1 -- a plain integer, the common case
         else
-          pos, why = json_number_end(text, pos)
+          local first = b == 45 and pos + 1 or pos
+          local _, digits = find(text, '^%d+', first)
+          local after = digits and byte(text, digits + 1)
+          if digits and after ~= 46 and after ~= 101 and after ~= 69 and digits - pos < 300
+             and (digits == first or byte(text, first) ~= 48) then
+            pos = digits + 1 -- a plain integer, the common case
+          else
+            pos, why = json_number_end(text, pos)
+          end
+          state = 'after'
         end
       elseif b and LITERALS[b] and sub(text, pos, pos + #LITERALS[b] - 1) == LITERALS[b] then
         pos = pos + #LITERALS[b]
