@@ -276,13 +276,15 @@ class Functions:
         return list(await self._call("redismem_events_since", keys,
                                      [ns, thread, str(since_ms), str(limit)], read_only=True))
 
-    async def compact_thread(self, keys: Sequence[str], ns: str, thread: str, max_events: int,
-                             keep_types: str, scan_limit: int) -> tuple[int, int]:
-        """``redismem_compact_thread``: (events removed, events kept)."""
-        removed, kept = await self._call(
-            "redismem_compact_thread", keys,
-            [ns, thread, str(max_events), keep_types, str(scan_limit)])
-        return int(removed), int(kept)
+    async def drop_events(self, keys: Sequence[str], ns: str, thread: str,
+                          events: Sequence[tuple[str, str]]) -> tuple[int, int]:
+        """``redismem_drop_events``: (events removed, events the thread holds);
+        ``events`` are (stream id, event id or "") pairs, at most 1,000."""
+        args: list[str | bytes | int] = [ns, thread]
+        for stream_id, event_id in events:
+            args.extend((stream_id, event_id))
+        removed, held = await self._call("redismem_drop_events", keys, args)
+        return int(removed), int(held)
 
     async def upsert_memory(self, keys: Sequence[str], ns: str, user: str, memory_id: str,
                             record: str, embedding: bytes, *, newer: bool = False) -> int:

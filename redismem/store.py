@@ -44,6 +44,8 @@ from .types import (
 log = logging.getLogger("redismem")
 _WORD = re.compile(r"\w+")
 _BM25_K1, _BM25_B = 1.2, 0.75
+_PAGE = 1000
+"""Events one compaction read or drop call handles."""
 
 
 def new_id(prefix: str = "id") -> str:
@@ -129,6 +131,23 @@ def event_json(event: MemoryEvent, thread_id: str | None = None) -> str:
     if len(text) > limits.MAX_EVENT_BYTES // 4 and len(text.encode()) > limits.MAX_EVENT_BYTES:
         raise InvalidEventError(f"the event is over {limits.MAX_EVENT_BYTES} bytes of JSON")
     return text
+
+
+def _id_and_type(body: bytes | None) -> tuple[str, str | None]:
+    """The id ("" when unusable) and type of a stored event body; an entry the
+    library did not write has neither."""
+    try:
+        event = json.loads(body) if body is not None else None
+    except ValueError:
+        event = None
+    if not isinstance(event, dict):
+        return "", None
+    kind = event.get("type")
+    try:
+        event_id = check.check_key(event.get("id"))
+    except InvalidArgumentError:
+        event_id = ""
+    return event_id, kind if isinstance(kind, str) else None
 
 
 def event_from_json(raw: bytes | str) -> MemoryEvent:
@@ -387,9 +406,17 @@ class RedisMemoryStore:
 
     async def compact_thread(self, thread_id: str,
                              event_policy: RetentionPolicy | None = None) -> CompactionResult:
-        """Apply a retention policy in one Lua call: of the newest ``scan_limit``
-        events, protected types are kept first, then the newest others fill
-        ``max_events_per_thread``; older events are not examined and stay."""
+        """Apply a retention policy: of the newest ``scan_limit`` events,
+        protected types are kept first (the newest of them when they alone
+        exceed the budget), then the newest others fill
+        ``max_events_per_thread``; older events are not examined and stay.
+
+        The events are read in pages of 1,000 and removed in slices of 1,000
+        (``redismem_drop_events``), each a short call, so compaction never
+        holds the server for long (one Lua call over 20,000 events held it
+        0.4 s). Events appended meanwhile are newer than those examined and
+        stay; ``events_kept`` is the thread's length afterwards.
+        """
         check.check_id("thread id", thread_id)
         policy = event_policy or RetentionPolicy()
         if isinstance(policy.max_events_per_thread, bool) or not isinstance(
@@ -397,12 +424,38 @@ class RedisMemoryStore:
         ) or policy.max_events_per_thread < 0:
             raise InvalidArgumentError("max_events_per_thread must be an integer >= 0, got "
                                        f"{policy.max_events_per_thread!r}")
-        _check_limit(policy.scan_limit, "scan_limit")
-        keep = _check_tags(policy.keep_event_types, "keep_event_types", InvalidArgumentError)
-        removed, kept = await self.memory._conn.functions.compact_thread(
-            self._thread_keys(thread_id, write=True)[:3], self.namespace, thread_id,
-            policy.max_events_per_thread, json.dumps(keep), policy.scan_limit)
-        return CompactionResult(removed, kept)
+        scan_limit = _check_limit(policy.scan_limit, "scan_limit")
+        protected = set(_check_tags(policy.keep_event_types, "keep_event_types",
+                                    InvalidArgumentError))
+        client, ns = self.memory.client, self.namespace
+        events_key = K.thread_events(ns, thread_id)
+        entries: list[tuple[str, str, str | None]] = []  # newest first
+        newest = "+"
+        while len(entries) < scan_limit:
+            page = cast(list[tuple[bytes, dict[bytes, bytes]]], await client.xrevrange(
+                events_key, max=newest, min="-", count=min(_PAGE, scan_limit - len(entries))))
+            if not page:
+                break
+            entries += [(stream_id.decode(), *_id_and_type(fields.get(b"e")))
+                        for stream_id, fields in page]
+            newest = "(" + page[-1][0].decode()
+        keep: set[str] = set()
+        for stream_id, _, kind in entries:
+            if len(keep) < policy.max_events_per_thread and kind in protected:
+                keep.add(stream_id)
+        for stream_id, _, _ in entries:
+            if len(keep) >= policy.max_events_per_thread:
+                break
+            keep.add(stream_id)
+        doomed = [(stream_id, event_id) for stream_id, event_id, _ in entries
+                  if stream_id not in keep]
+        removed, held = 0, int(await client.xlen(events_key))
+        keys = self._thread_keys(thread_id, write=True)[:3]
+        for first in range(0, len(doomed), _PAGE):
+            dropped, held = await self.memory._conn.functions.drop_events(
+                keys, ns, thread_id, doomed[first:first + _PAGE])
+            removed += dropped
+        return CompactionResult(removed, held)
 
     async def list_threads(self) -> list[tuple[str, int]]:
         """(thread id, timestamp of its last appended event), most recent first."""

@@ -531,6 +531,19 @@ async def bench_stall(url: str, n: int) -> list[dict[str, Any]]:
                     await scope.set_vectors(vectors_)
                 rows.append({"op": f"set_vectors, {vector_count} x {dim}-d (HNSW)",
                              "result": result})
+            store = redismem.RedisMemoryStore(url, namespace=ns)
+            await store.setup()
+            events = 20_000
+            for first in range(0, events, 5000):
+                await store.append_events("big", [
+                    redismem.MemoryEvent(f"e{i}", "big", None, "trace" if i % 10 else "message",
+                                         i, {"text": "hello there " * 5})
+                    for i in range(first, first + 5000)])
+            with pinger.measure() as result:
+                await store.compact_thread("big", redismem.RetentionPolicy(500, [], events))
+            rows.append({"op": f"compact_thread of {events:,} events to 500 (slices of 1,000)",
+                         "result": result})
+            await store.close()
             await mem.configure(feed_max_bytes=redismem.limits.MAX_FEED_BYTES_CEILING)
             for start_i in range(0, n, 1000):
                 await scope.set_many({f"e{i % 5000}": i for i in range(start_i, start_i + 1000)})

@@ -328,9 +328,14 @@ async def test_raw_fcall_rejects_bad_events(rmem: redismem.Memory) -> None:
         assert await snapshot(rmem) == before  # the good event before it was not written
     assert await rmem.client.execute_command("FCALL", "redismem_append_events", 5, *keys, ns,
                                              "t", good, good) == [1, 0]
-    with pytest.raises(Exception, match=r"^INVALID_ARGUMENT"):
-        await rmem.client.execute_command("FCALL", "redismem_compact_thread", 3, *keys[:3], ns,
-                                          "t", "5", '{"not": "a list"}', "10")
+    before = await snapshot(rmem)
+    for args, code in ((["0-1", "e", "0-2"], "INVALID_ARGUMENT"),
+                       (["x-1", "e"], "INVALID_ARGUMENT"), (["1-1", "bad\x00id"], "INVALID_KEY"),
+                       (["1-1", "e"] * 1001, "INVALID")):
+        with pytest.raises(Exception, match=f"^{code}"):
+            await rmem.client.execute_command("FCALL", "redismem_drop_events", 3, *keys[:3], ns,
+                                              "t", *args)
+    assert await snapshot(rmem) == before
 
 
 async def test_eight_concurrent_writers(rmem: redismem.Memory, redis_url: str) -> None:
@@ -387,3 +392,28 @@ def test_event_json_carries_every_field() -> None:
 
     sample = event("t", 3, tag="x")
     assert json.loads(event_json(sample)) == dataclasses.asdict(sample)
+
+
+async def test_dropping_an_old_entry_keeps_the_id_of_its_reappended_event(
+        store: RedisMemoryStore) -> None:
+    """Compaction decides from a read and drops in slices: an event replaced
+    meanwhile keeps its id in the index (a retried append stays idempotent)."""
+    event = MemoryEvent("e1", "t", None, "message", 1, {})
+    await store.append_event(event)
+    [(old_id, _)] = await store.memory.client.xrange(K.thread_events(store.namespace, "t"))
+    await asyncio.sleep(0.005)  # stream ids are <ms>-<n>: another millisecond, another id
+    await store.replace_thread_events("t", [event])  # e1 again, at a new stream id
+    keys = store._thread_keys("t", write=True)[:3]
+    assert await store.memory._conn.functions.drop_events(
+        keys, store.namespace, "t", [(old_id.decode(), "e1")]) == (0, 1)
+    await store.append_event(event)  # still known: not appended twice
+    assert [e.id for e in await store.get_recent_events("t")] == ["e1"]
+
+
+async def test_compaction_ignores_entries_it_cannot_read(store: RedisMemoryStore) -> None:
+    client, ns = store.memory.client, store.namespace
+    await store.append_events("t", [MemoryEvent(f"e{i}", "t", None, "message", i, {})
+                                    for i in range(5)])
+    await client.xadd(K.thread_events(ns, "t"), {"e": b"\xff not json"})
+    result = await store.compact_thread("t", RetentionPolicy(2))
+    assert result == redismem.CompactionResult(4, 2)
