@@ -23,7 +23,7 @@ from . import keys as K
 from . import server, stats, transfer
 from ._validate import check_id
 from .errors import RedisMemError
-from .functions import Functions, bundled, server_version
+from .functions import Functions, bundled, server_library, server_version
 from .memory import (
     MEMORY_URL,
     Memory,
@@ -166,12 +166,21 @@ def down(data_dir: str | None, as_json: bool) -> None:
           lambda d: "server stopped" if d["stopped"] else "no server was running")
 
 
+def _library_trust(data: dict[str, Any]) -> str:
+    if data["library_version"] != data["bundled_library_version"]:
+        return ""
+    if data["library_digest"] == data["bundled_library_digest"]:
+        return " (its code matches)"
+    return (f" (ALTERED: its code has sha256 {data['library_digest']}, not "
+            f"{data['bundled_library_digest']}; restore it with load-functions --force)")
+
+
 def _status_text(data: dict[str, Any]) -> str:
     modules = [name for name, on in data["modules"].items() if on]
     lines = [f"server: {data['url']} ({data['backend']} {data['server_version']}; modules: "
              f"{', '.join(modules) or 'none'})",
              f"library: version {data['library_version']} loaded, this package ships "
-             f"{data['bundled_library_version']}",
+             f"{data['bundled_library_version']}" + _library_trust(data),
              f"vector search: {data['vector_search']}"]
     if data["maxmemory_policy"] not in (None, "noeviction"):
         lines.append(f"warning: maxmemory-policy is {data['maxmemory_policy']}: the server may "
@@ -212,7 +221,8 @@ def status(url: str | None, namespace: str | None, as_json: bool) -> None:
         resolved = await resolve_url(url)
         client = await open_client(resolved)
         try:
-            loaded = await server_version(client)
+            library = await server_library(client)
+            loaded = None if library is None else library.version
             caps = await detect_capabilities(
                 client, "memory" if resolved.startswith(MEMORY_URL) else "redis", loaded or 0)
             names = ([check_id("namespace", namespace)] if namespace
@@ -231,6 +241,8 @@ def status(url: str | None, namespace: str | None, as_json: bool) -> None:
                     "server_version": caps.server_version, "maxmemory_policy": policy,
                     "modules": {"search": caps.search, "json": caps.json},
                     "library_version": loaded, "bundled_library_version": bundled().version,
+                    "library_digest": None if library is None else library.digest,
+                    "bundled_library_digest": bundled().digest,
                     "vector_search": caps.vector_search, "namespaces": found}
         finally:
             await client.aclose()

@@ -170,6 +170,13 @@ class LibraryVersionError(RedisMemError):
     code = "library_version"
 
 
+class LibraryDigestError(RedisMemError):
+    """The server's redismem library claims this package's version but its
+    code differs (it was altered); the message names both SHA-256 digests."""
+
+    code = "library_digest"
+
+
 class ServerNotFoundError(RedisMemError):
     """No ``redis-server`` binary could be found for the embedded server."""
 

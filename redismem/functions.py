@@ -8,6 +8,7 @@ that order (files in name order) into one ``#!lua name=redismem`` library.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,13 @@ from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from . import limits
-from .errors import LibraryVersionError, RedisMemError, RequestTooLargeError, from_reply
+from .errors import (
+    LibraryDigestError,
+    LibraryVersionError,
+    RedisMemError,
+    RequestTooLargeError,
+    from_reply,
+)
 
 LIBRARY_NAME = "redismem"
 _REGISTER = re.compile(r"^register\('(redismem_\w+)'", re.MULTILINE)
@@ -43,6 +50,16 @@ class LibrarySource:
     code: str
     version: int
     function_names: tuple[str, ...]
+
+    @property
+    def digest(self) -> str:
+        """The SHA-256 of the code: what a server's library must match to be
+        trusted as this version."""
+        return code_digest(self.code.encode())
+
+
+def code_digest(code: bytes) -> str:
+    return hashlib.sha256(code).hexdigest()
 
 
 def assemble(directory: Path) -> LibrarySource:
@@ -88,31 +105,62 @@ class LoadResult:
     version: int
 
 
-async def server_version(client: Redis) -> int | None:
-    """The version of the redismem library loaded on the server, or None."""
-    listed = await client.function_list(library=LIBRARY_NAME)
+@dataclass(frozen=True)
+class ServerLibrary:
+    """The redismem library a server holds: its version and code digest."""
+
+    version: int
+    digest: str
+
+
+async def server_library(client: Redis) -> ServerLibrary | None:
+    """The redismem library loaded on the server, or None."""
+    listed = await cast(Awaitable[Any], client.function_list(library=LIBRARY_NAME,
+                                                               withcode=True))
     if not listed:
         return None
+    entry = listed[0]
+    fields = entry if isinstance(entry, dict) else dict(zip(entry[::2], entry[1::2], strict=True))
+    code = fields.get(b"library_code", fields.get("library_code", b""))
+    digest = code_digest(code if isinstance(code, bytes) else str(code).encode())
     try:
-        return int(await client.fcall_ro("redismem_version", 0))
+        version = int(await client.fcall_ro("redismem_version", 0))
     except ResponseError:
-        return 0  # a library without a working version function is older than any
+        version = 0  # a library without a working version function is older than any
+    return ServerLibrary(version, digest)
+
+
+async def server_version(client: Redis) -> int | None:
+    """The version of the redismem library loaded on the server, or None."""
+    found = await server_library(client)
+    return None if found is None else found.version
 
 
 async def ensure_library(client: Redis, *, force: bool = False) -> LoadResult:
     """Load the bundled library when the server lacks it or holds an older one.
+    A library of this package's version is trusted only when its code is
+    this package's, byte for byte (SHA-256).
 
     Args:
         client: the connection.
-        force: replace the server's library even when it is newer.
+        force: replace the server's library even when it is newer or altered.
 
     Raises:
         LibraryVersionError: the server's library is newer (and not ``force``).
+        LibraryDigestError: the server's library claims this version with other
+            code (and not ``force``).
     """
     source = bundled()
-    previous = await server_version(client)
-    if previous == source.version and not force:
-        return LoadResult("unchanged", previous, source.version)
+    found = await server_library(client)
+    previous = None if found is None else found.version
+    if found is not None and found.version == source.version and not force:
+        if found.digest == source.digest:
+            return LoadResult("unchanged", previous, source.version)
+        raise LibraryDigestError(
+            f"the server's redismem Lua library says it is version {found.version}, but its "
+            f"code is not that version's: sha256 {found.digest} on the server, {source.digest} "
+            "in this package. Someone changed it; an operator can restore it with "
+            "`redismem load-functions --force`")
     if previous is not None and previous > source.version and not force:
         raise LibraryVersionError(
             f"the server runs redismem Lua library version {previous}, newer than this "
