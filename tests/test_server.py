@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+import redis
 
 import redismem
 from redismem import server
@@ -117,7 +118,7 @@ def test_a_restart_keeps_the_directory_durability_and_port(tmp_path: Path) -> No
     again = EmbeddedServer(tmp_path).start()  # a plain connect() after the crash
     try:
         assert again.appendfsync == "always" and again.port == first.port
-        client = server._client(again.port)
+        client = server._client(again.port, again.password)
         try:
             assert client.config_get("appendfsync") == {"appendfsync": "always"}
         finally:
@@ -132,3 +133,31 @@ def test_a_restart_keeps_the_directory_durability_and_port(tmp_path: Path) -> No
     finally:
         EmbeddedServer(tmp_path).stop()
     assert EmbeddedServer(tmp_path).remembered()["appendfsync"] == "everysec"
+
+
+def test_the_embedded_server_is_closed_by_default(tmp_path: Path) -> None:
+    data = tmp_path / "closed"
+    state = EmbeddedServer(data).start()
+    try:
+        password = (data / "password").read_text().strip()
+        assert len(password) >= 32 and state.password == password
+        assert f":{password}@127.0.0.1:" in state.url
+        assert (data / "password").stat().st_mode & 0o777 == 0o600
+        assert data.stat().st_mode & 0o777 == 0o700
+        files = [p for p in data.rglob("*") if p.is_file()]
+        assert any(p.parent.name == "appendonlydir" for p in files)
+        assert all(p.stat().st_mode & 0o077 == 0 for p in files), [
+            (p.name, oct(p.stat().st_mode)) for p in files if p.stat().st_mode & 0o077]
+        anonymous = server._client(state.port, None)
+        try:
+            with pytest.raises(redis.AuthenticationError):
+                anonymous.ping()
+        finally:
+            anonymous.close()
+        assert password not in " ".join(Path(f"/proc/{state.pid}/cmdline").read_text().split("\0"))
+        again = EmbeddedServer(data).start()  # a second process attaches with the same password
+        assert again.url == state.url
+    finally:
+        EmbeddedServer(data).stop()
+    assert EmbeddedServer(data).start().password == password  # kept across restarts
+    EmbeddedServer(data).stop()

@@ -19,12 +19,12 @@ local MEMORY_FIELDS = {id = true, user_id = true, scope = true, data = true, tex
                        tags = true, metadata = true, created_at = true, updated_at = true}
 
 -- The members (name -> node, see lib/15_text.lua) of a JSON object of at
--- most `limit` bytes, read two levels deep.
+-- most `limit` bytes, read one level deep (nested values are skipped).
 local function decode_object(code, what, text, limit)
   if #text > limit then
     fail(code, what .. ' is ' .. #text .. ' bytes of JSON, the limit is ' .. limit)
   end
-  local node = json_read(code, what, text, 2)
+  local node = json_read(code, what, text, 1)
   if node.t ~= 'object' then
     fail(code, what .. ' must be a JSON object, got ' .. show(text))
   end
@@ -61,11 +61,12 @@ local function check_time(code, what, node)
   return value
 end
 
-local function check_tags(code, what, node)
+-- `text` holds `node`, an array read without its items.
+local function check_tags(code, what, text, node)
   if node.t ~= 'array' then
     fail(code, what .. ' must be a list of strings')
   end
-  for _, tag in ipairs(node.v) do
+  for _, tag in ipairs((json_node(text, node.s, 1)).v) do
     if tag.t ~= 'string' then
       fail(code, what .. ' must be a list of strings')
     end
@@ -87,7 +88,7 @@ local function check_event(text, thread, limit)
   end
   local kind = check_text_field('INVALID_EVENT', 'event type', e.type, LIMITS.max_id_bytes)
   local timestamp = check_time('INVALID_EVENT', 'timestamp', e.timestamp)
-  check_tags('INVALID_EVENT', 'tags', e.tags)
+  check_tags('INVALID_EVENT', 'tags', text, e.tags)
   return {id = id, type = kind, timestamp = timestamp}
 end
 
@@ -109,7 +110,7 @@ local function check_memory(text, user, id, limit)
   if m.data.t ~= 'object' or m.metadata.t ~= 'object' then
     fail('INVALID_MEMORY', 'data and metadata must be JSON objects')
   end
-  check_tags('INVALID_MEMORY', 'tags', m.tags)
+  check_tags('INVALID_MEMORY', 'tags', text, m.tags)
   check_time('INVALID_MEMORY', 'created_at', m.created_at)
   return {text = m.text.v, scope = scope,
           updated_at = check_time('INVALID_MEMORY', 'updated_at', m.updated_at)}
