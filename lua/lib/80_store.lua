@@ -18,17 +18,20 @@ local EVENT_FIELDS = {id = true, thread_id = true, user_id = true, type = true,
 local MEMORY_FIELDS = {id = true, user_id = true, scope = true, data = true, text = true,
                        tags = true, metadata = true, created_at = true, updated_at = true}
 
--- The members (name -> node, see lib/15_text.lua) of a JSON object of at
--- most `limit` bytes, read one level deep (nested values are skipped).
+-- The top-level members (name -> span, see json_top_fields) of a JSON
+-- object of at most `limit` bytes.
 local function decode_object(code, what, text, limit)
   if #text > limit then
     fail(code, what .. ' is ' .. #text .. ' bytes of JSON, the limit is ' .. limit)
   end
-  local node = json_read(code, what, text, 1)
-  if node.t ~= 'object' then
+  local why = json_error(text)
+  if why then
+    fail(code, what .. ' is not strict JSON (' .. why .. '): ' .. show(text))
+  end
+  if string.byte(text, skip_space(text, 1)) ~= 123 then
     fail(code, what .. ' must be a JSON object, got ' .. show(text))
   end
-  return json_fields(node)
+  return json_top_fields(text)
 end
 
 local function check_fields(code, what, decoded, allowed)
@@ -44,8 +47,8 @@ local function check_fields(code, what, decoded, allowed)
   end
 end
 
-local function check_text_field(code, what, node, max_bytes)
-  local value = node.t == 'string' and node.v
+local function check_text_field(code, what, text, field, max_bytes)
+  local value = json_field_string(text, field)
   if not value or #value == 0 or #value > max_bytes or string.find(value, '%c') then
     fail(code, what .. ' must be a non-empty string of at most ' .. max_bytes
          .. ' bytes without control characters')
@@ -53,20 +56,19 @@ local function check_text_field(code, what, node, max_bytes)
   return value
 end
 
-local function check_time(code, what, node)
-  local value = node.v
-  if node.t ~= 'number' or value < 0 or value ~= math.floor(value) or value > LIMITS.max_revision then
+local function check_time(code, what, text, field)
+  local value = json_field_number(text, field)
+  if not value or value < 0 or value ~= math.floor(value) or value > LIMITS.max_revision then
     fail(code, what .. ' must be a non-negative integer (ms)')
   end
   return value
 end
 
--- `text` holds `node`, an array read without its items.
-local function check_tags(code, what, text, node)
-  if node.t ~= 'array' then
+local function check_tags(code, what, text, field)
+  if field.b ~= 91 then
     fail(code, what .. ' must be a list of strings')
   end
-  for _, tag in ipairs((json_node(text, node.s, 1)).v) do
+  for _, tag in ipairs((json_node(text, field.s, 1)).v) do
     if tag.t ~= 'string' then
       fail(code, what .. ' must be a list of strings')
     end
@@ -78,16 +80,16 @@ end
 local function check_event(text, thread, limit)
   local e = decode_object('INVALID_EVENT', 'an event', text, limit)
   check_fields('INVALID_EVENT', 'the event', e, EVENT_FIELDS)
-  local id = check_text_field('INVALID_EVENT', 'event id', e.id, LIMITS.max_key_bytes)
-  if e.thread_id.t ~= 'string' or e.thread_id.v ~= thread then
+  local id = check_text_field('INVALID_EVENT', 'event id', text, e.id, LIMITS.max_key_bytes)
+  if json_field_string(text, e.thread_id) ~= thread then
     fail('INVALID_EVENT', 'event ' .. show(id) .. ' belongs to thread '
          .. show(string.sub(text, e.thread_id.s, e.thread_id.e)) .. ', not ' .. show(thread))
   end
-  if e.user_id.t ~= 'null' and e.user_id.t ~= 'string' then
+  if e.user_id.b ~= 110 and e.user_id.b ~= 34 then
     fail('INVALID_EVENT', 'user_id must be a string or null')
   end
-  local kind = check_text_field('INVALID_EVENT', 'event type', e.type, LIMITS.max_id_bytes)
-  local timestamp = check_time('INVALID_EVENT', 'timestamp', e.timestamp)
+  local kind = check_text_field('INVALID_EVENT', 'event type', text, e.type, LIMITS.max_id_bytes)
+  local timestamp = check_time('INVALID_EVENT', 'timestamp', text, e.timestamp)
   check_tags('INVALID_EVENT', 'tags', text, e.tags)
   return {id = id, type = kind, timestamp = timestamp}
 end
@@ -97,23 +99,25 @@ end
 local function check_memory(text, user, id, limit)
   local m = decode_object('INVALID_MEMORY', 'a memory', text, limit)
   check_fields('INVALID_MEMORY', 'the memory', m, MEMORY_FIELDS)
-  if m.id.t ~= 'string' or m.id.v ~= id then
+  if json_field_string(text, m.id) ~= id then
     fail('INVALID_MEMORY', 'the record id is not ' .. show(id))
   end
-  if (user == '_' and m.user_id.t ~= 'null') or (user ~= '_' and m.user_id.v ~= user) then
+  local record_user = json_field_string(text, m.user_id)
+  if (user == '_' and m.user_id.b ~= 110) or (user ~= '_' and record_user ~= user) then
     fail('INVALID_MEMORY', 'the record user_id does not match ' .. show(user))
   end
-  local scope = check_text_field('INVALID_MEMORY', 'scope', m.scope, LIMITS.max_id_bytes)
-  if m.text.t ~= 'string' then
+  local scope = check_text_field('INVALID_MEMORY', 'scope', text, m.scope, LIMITS.max_id_bytes)
+  local memory_text = json_field_string(text, m.text)
+  if not memory_text then
     fail('INVALID_MEMORY', 'text must be a string')
   end
-  if m.data.t ~= 'object' or m.metadata.t ~= 'object' then
+  if m.data.b ~= 123 or m.metadata.b ~= 123 then
     fail('INVALID_MEMORY', 'data and metadata must be JSON objects')
   end
   check_tags('INVALID_MEMORY', 'tags', text, m.tags)
-  check_time('INVALID_MEMORY', 'created_at', m.created_at)
-  return {text = m.text.v, scope = scope,
-          updated_at = check_time('INVALID_MEMORY', 'updated_at', m.updated_at)}
+  check_time('INVALID_MEMORY', 'created_at', text, m.created_at)
+  return {text = memory_text, scope = scope,
+          updated_at = check_time('INVALID_MEMORY', 'updated_at', text, m.updated_at)}
 end
 
 -- A shared memory has no user; '_' stands for it in key names.
