@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator
 
@@ -417,3 +418,36 @@ async def test_compaction_ignores_entries_it_cannot_read(store: RedisMemoryStore
     await client.xadd(K.thread_events(ns, "t"), {"e": b"\xff not json"})
     result = await store.compact_thread("t", RetentionPolicy(2))
     assert result == redismem.CompactionResult(4, 2)
+
+
+async def test_events_in_any_strict_json_form_are_read_alike(rmem: redismem.Memory) -> None:
+    """The Lua check records an event's fields while it checks the text: a
+    raw FCALL may send whitespace, escaped names and nested values anywhere."""
+    ns = rmem.namespace
+    keys = [K.thread_events(ns, "t"), K.thread_times(ns, "t"), K.thread_ids(ns, "t"),
+            K.threads(ns), K.config(ns)]
+    bodies = [
+        ' { "id" : "a" , "payload" : { "x" : [ 1 , { } , [ ] ] } , "tags" : [ ] ,'
+        ' "thread_id" : "t" , "timestamp" : 5 , "type" : "m" , "user_id" : null } ',
+        '{"\\u0069d":"b","payload":[],"tags":["x","y"],"thread_id":"\\u0074",'
+        '"timestamp":6,"type":"m\\u00e9","user_id":"u"}',
+        '{"type":"m","user_id":null,"timestamp":7,"thread_id":"t","tags":[],'
+        '"payload":"s","id":"c","id":"d"}',
+    ]
+    flags = await rmem.client.execute_command("FCALL", "redismem_append_events", 5, *keys, ns,
+                                              "t", *bodies)
+    assert flags == [1, 1, 1]
+    events = await rmem.client.execute_command("FCALL_RO", "redismem_events_since", 2,
+                                               *keys[:2], ns, "t", "6", "10")
+    assert [json.loads(e)["timestamp"] for e in events] == [6, 7]
+    ids = await rmem.client.hkeys(K.thread_ids(ns, "t"))
+    assert sorted(ids) == [b"a", b"b", b"d"]  # the last of a repeated name wins
+    for bad in ('{"id":"e","payload":{},"tags":{},"thread_id":"t","timestamp":1,"type":"m",'
+                '"user_id":null}',
+                '{"id":"e","payload":{},"tags":[1],"thread_id":"t","timestamp":1,"type":"m",'
+                '"user_id":null}',
+                '{"id":"e","payload":{},"tags":[],"thread_id":"t","timestamp":"1","type":"m",'
+                '"user_id":null}'):
+        with pytest.raises(Exception, match=r"^INVALID_EVENT"):
+            await rmem.client.execute_command("FCALL", "redismem_append_events", 5, *keys, ns,
+                                              "t", bad)

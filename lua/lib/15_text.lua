@@ -179,115 +179,6 @@ end
 local LITERALS = {[116] = 'true', [102] = 'false', [110] = 'null'}
 local OPEN, CLOSE = {[91] = 93, [123] = 125}, {[93] = 91, [125] = 123}
 
--- nil when text is one strict JSON value, else why not.
-local function json_error(text)
-  local find, byte, sub, gsub, match = string.find, string.byte, string.sub, string.gsub, string.match
-  local pos, depth, stack = 1, 0, {}
-  local state = 'value' -- value | first (value or ']') | key | first_key (key or '}') | colon | after
-  while true do
-    local b = byte(text, pos)
-    if b == 32 or b == 9 or b == 10 or b == 13 then
-      local _, last = find(text, '^[ \t\n\r]+', pos)
-      pos = last + 1
-      b = byte(text, pos)
-    end
-    local why
-    if state == 'after' then
-      if depth == 0 then
-        if b then
-          return 'unexpected ' .. show(string.char(b)) .. ' after the value, at byte ' .. pos
-        end
-        return nil
-      end
-      local top = stack[depth]
-      if b == 44 then
-        state = top == 123 and 'key' or 'value'
-        pos = pos + 1
-      elseif b and CLOSE[b] == top then
-        depth = depth - 1
-        pos = pos + 1
-      else
-        return 'expected , or ' .. (top == 123 and '}' or ']') .. ' at byte ' .. pos
-      end
-    elseif state == 'value' or state == 'first' then
-      if b == 93 and state == 'first' then
-        depth, pos, state = depth - 1, pos + 1, 'after'
-      elseif b == 91 or b == 123 then
-        depth = depth + 1
-        if depth > LIMITS.max_json_depth then
-          return 'nested deeper than ' .. LIMITS.max_json_depth .. ' levels'
-        end
-        stack[depth] = b
-        pos = pos + 1
-        state = b == 123 and 'first_key' or 'first'
-      elseif b == 34 then
-        local _, last = find(text, JSON_PLAIN, pos + 1)
-        if byte(text, last + 1) == 34 then -- a plain string, the common case
-          pos = last + 2
-        else
-          pos, why = json_string_end(text, pos)
-        end
-        state = 'after'
-      elseif b == 45 or (b and b >= 48 and b <= 57) then
-        local run_end = stack[depth] == 91 and number_run(text, pos)
-        if run_end then -- ends in a number, or in a comma: a value is due
-          state = byte(text, run_end) == 44 and 'value' or 'after'
-          pos = run_end + 1
-        else
-          local first = b == 45 and pos + 1 or pos
-          local _, digits = find(text, '^%d+', first)
-          local after = digits and byte(text, digits + 1)
-          if digits and after ~= 46 and after ~= 101 and after ~= 69 and digits - pos < 300
-             and (digits == first or byte(text, first) ~= 48) then
-            pos = digits + 1 -- a plain integer, the common case
-          else
-            pos, why = json_number_end(text, pos)
-          end
-          state = 'after'
-        end
-      elseif b and LITERALS[b] and sub(text, pos, pos + #LITERALS[b] - 1) == LITERALS[b] then
-        pos = pos + #LITERALS[b]
-        state = 'after'
-      elseif b then
-        return 'expected a value at byte ' .. pos
-      else
-        return 'the text ends where a value is expected'
-      end
-    elseif state == 'key' or state == 'first_key' then
-      if b == 125 and state == 'first_key' then
-        depth, pos, state = depth - 1, pos + 1, 'after'
-      elseif b == 34 then
-        local _, last = find(text, JSON_PLAIN, pos + 1)
-        if byte(text, last + 1) == 34 then
-          pos = last + 2
-        else
-          pos, why = json_string_end(text, pos)
-        end
-        state = 'colon'
-      else
-        return 'expected a string key at byte ' .. pos
-      end
-    else -- colon
-      if b ~= 58 then
-        return 'expected : at byte ' .. pos
-      end
-      pos = pos + 1
-      state = 'value'
-    end
-    if why then
-      return why
-    end
-  end
-end
-
---[[ Reading checked JSON (never called on text json_error refused).
-  json_node(text, i, levels) reads the value at i and returns node, next
-  position: a node is {s = first byte, e = last byte, t = type, v = value}
-  with t one of 'string', 'number', 'true', 'false', 'null', 'array' (v =
-  list of nodes) or 'object' (v = list of {key = decoded name, node =
-  node}). Arrays and objects nested deeper than `levels` are skipped: their
-  node has no v.                                                          ]]
-
 local function utf8_char(code)
   if code < 0x80 then
     return string.char(code)
@@ -324,6 +215,149 @@ local function json_unescape(body)
     return utf8_char(code)
   end))
 end
+
+-- nil when text is one strict JSON value, else why not. With `fields` (a
+-- table) and an object text, also records its top-level members in the
+-- same pass, without reading their values: name -> {s = first byte, e =
+-- last byte, b = the first byte's code} (the last of a name wins).
+local function json_error(text, fields)
+  local find, byte, sub, gsub, match = string.find, string.byte, string.sub, string.gsub, string.match
+  local pos, depth, stack = 1, 0, {}
+  local member -- the top-level member being read, when recording fields
+  local state = 'value' -- value | first (value or ']') | key | first_key (key or '}') | colon | after
+  while true do
+    local b = byte(text, pos)
+    if b == 32 or b == 9 or b == 10 or b == 13 then
+      local _, last = find(text, '^[ \t\n\r]+', pos)
+      pos = last + 1
+      b = byte(text, pos)
+    end
+    local why
+    if state == 'after' then
+      if depth == 0 then
+        if b then
+          return 'unexpected ' .. show(string.char(b)) .. ' after the value, at byte ' .. pos
+        end
+        return nil
+      end
+      local top = stack[depth]
+      if b == 44 then
+        state = top == 123 and 'key' or 'value'
+        pos = pos + 1
+      elseif b and CLOSE[b] == top then
+        depth = depth - 1
+        pos = pos + 1
+        if member and depth == 1 then
+          member.e = pos - 1
+        end
+      else
+        return 'expected , or ' .. (top == 123 and '}' or ']') .. ' at byte ' .. pos
+      end
+    elseif state == 'value' or state == 'first' then
+      if b == 93 and state == 'first' then
+        depth, pos, state = depth - 1, pos + 1, 'after'
+        if member and depth == 1 then
+          member.e = pos - 1
+        end
+      elseif b == 91 or b == 123 then
+        if member and depth == 1 then
+          member.s, member.b = pos, b
+        end
+        depth = depth + 1
+        if depth > LIMITS.max_json_depth then
+          return 'nested deeper than ' .. LIMITS.max_json_depth .. ' levels'
+        end
+        stack[depth] = b
+        pos = pos + 1
+        state = b == 123 and 'first_key' or 'first'
+      elseif b == 34 then
+        local start = pos
+        local _, last = find(text, JSON_PLAIN, pos + 1)
+        if byte(text, last + 1) == 34 then -- a plain string, the common case
+          pos = last + 2
+        else
+          pos, why = json_string_end(text, pos)
+        end
+        state = 'after'
+        if member and depth == 1 and pos then
+          member.s, member.e, member.b = start, pos - 1, b
+        end
+      elseif b == 45 or (b and b >= 48 and b <= 57) then
+        local start = pos
+        local run_end = stack[depth] == 91 and number_run(text, pos)
+        if run_end then -- ends in a number, or in a comma: a value is due
+          state = byte(text, run_end) == 44 and 'value' or 'after'
+          pos = run_end + 1
+        else
+          local first = b == 45 and pos + 1 or pos
+          local _, digits = find(text, '^%d+', first)
+          local after = digits and byte(text, digits + 1)
+          if digits and after ~= 46 and after ~= 101 and after ~= 69 and digits - pos < 300
+             and (digits == first or byte(text, first) ~= 48) then
+            pos = digits + 1 -- a plain integer, the common case
+          else
+            pos, why = json_number_end(text, pos)
+          end
+          state = 'after'
+        end
+        if member and depth == 1 and pos then
+          member.s, member.e, member.b = start, pos - 1, b
+        end
+      elseif b and LITERALS[b] and sub(text, pos, pos + #LITERALS[b] - 1) == LITERALS[b] then
+        if member and depth == 1 then
+          member.s, member.e, member.b = pos, pos + #LITERALS[b] - 1, b
+        end
+        pos = pos + #LITERALS[b]
+        state = 'after'
+      elseif b then
+        return 'expected a value at byte ' .. pos
+      else
+        return 'the text ends where a value is expected'
+      end
+    elseif state == 'key' or state == 'first_key' then
+      if b == 125 and state == 'first_key' then
+        depth, pos, state = depth - 1, pos + 1, 'after'
+        if member and depth == 1 then
+          member.e = pos - 1
+        end
+      elseif b == 34 then
+        local start = pos
+        local _, last = find(text, JSON_PLAIN, pos + 1)
+        local plain = byte(text, last + 1) == 34
+        if plain then
+          pos = last + 2
+        else
+          pos, why = json_string_end(text, pos)
+        end
+        state = 'colon'
+        if fields and depth == 1 and pos then
+          local name = sub(text, start + 1, pos - 2)
+          member = {}
+          fields[plain and name or json_unescape(name)] = member
+        end
+      else
+        return 'expected a string key at byte ' .. pos
+      end
+    else -- colon
+      if b ~= 58 then
+        return 'expected : at byte ' .. pos
+      end
+      pos = pos + 1
+      state = 'value'
+    end
+    if why then
+      return why
+    end
+  end
+end
+
+--[[ Reading checked JSON (never called on text json_error refused).
+  json_node(text, i, levels) reads the value at i and returns node, next
+  position: a node is {s = first byte, e = last byte, t = type, v = value}
+  with t one of 'string', 'number', 'true', 'false', 'null', 'array' (v =
+  list of nodes) or 'object' (v = list of {key = decoded name, node =
+  node}). Arrays and objects nested deeper than `levels` are skipped: their
+  node has no v.                                                          ]]
 
 local function skip_space(text, pos)
   local b = string.byte(text, pos)
@@ -420,49 +454,7 @@ local function json_read(code, what, text, levels)
   return json_parse(text, levels)
 end
 
--- The top-level members of checked object text, without reading their
--- values: name -> {s = first byte, e = last byte, b = the first byte's
--- code} (the last wins). Much cheaper than json_parse for a wide object.
-local function json_top_fields(text)
-  local find, byte, sub = string.find, string.byte, string.sub
-  local fields = {}
-  local pos = skip_space(text, skip_space(text, 1) + 1) -- past '{'
-  if byte(text, pos) == 125 then
-    return fields
-  end
-  while true do
-    local _, last = find(text, JSON_PLAIN, pos + 1)
-    local name
-    if byte(text, last + 1) == 34 then
-      name = sub(text, pos + 1, last)
-      pos = last + 2
-    else
-      local start = pos
-      pos = json_string_end(text, start)
-      name = json_unescape(sub(text, start + 1, pos - 2))
-    end
-    pos = skip_space(text, skip_space(text, pos) + 1) -- past ':'
-    local b = byte(text, pos)
-    local after
-    if b == 123 or b == 91 then
-      after = json_skip(text, pos)
-    elseif b == 34 then
-      local _, plain = find(text, JSON_PLAIN, pos + 1)
-      after = byte(text, plain + 1) == 34 and plain + 2 or json_string_end(text, pos)
-    else
-      local _, scalar = find(text, '^[^,}%s]+', pos)
-      after = scalar + 1
-    end
-    fields[name] = {s = pos, e = after - 1, b = b}
-    pos = skip_space(text, after)
-    if byte(text, pos) == 125 then
-      return fields
-    end
-    pos = skip_space(text, pos + 1) -- past ','
-  end
-end
-
--- The decoded string of a field from json_top_fields, or nil when it is not one.
+-- The decoded string of a field json_error recorded, or nil when it is not one.
 local function json_field_string(text, field)
   if field.b ~= 34 then
     return nil
@@ -470,7 +462,7 @@ local function json_field_string(text, field)
   return json_unescape(string.sub(text, field.s + 1, field.e - 1))
 end
 
--- The number of a field from json_top_fields, or nil when it is not one.
+-- The number of a field json_error recorded, or nil when it is not one.
 local function json_field_number(text, field)
   if field.b ~= 45 and (field.b < 48 or field.b > 57) then
     return nil
