@@ -166,6 +166,15 @@ def down(data_dir: str | None, as_json: bool) -> None:
           lambda d: "server stopped" if d["stopped"] else "no server was running")
 
 
+async def _acl_users(client: Any) -> list[str] | None:
+    """The server's ACL users, or None when this user may not list them."""
+    try:
+        users = await client.execute_command("ACL", "USERS")
+    except redis.ResponseError:
+        return None
+    return sorted(u.decode() if isinstance(u, bytes) else str(u) for u in users)
+
+
 def _library_trust(data: dict[str, Any]) -> str:
     if data["library_version"] != data["bundled_library_version"]:
         return ""
@@ -182,6 +191,12 @@ def _status_text(data: dict[str, Any]) -> str:
              f"library: version {data['library_version']} loaded, this package ships "
              f"{data['bundled_library_version']}" + _library_trust(data),
              f"vector search: {data['vector_search']}"]
+    users = data["acl_users"]
+    lines.append("access control: " + (
+        "unknown (ACL USERS is not permitted to this user)" if users is None and
+        data["backend"] == "redis" else "off (memory://)" if users is None else
+        "off (only the default user)" if users == ["default"] else
+        f"on ({len(users)} ACL users: {', '.join(users)})"))
     if data["maxmemory_policy"] not in (None, "noeviction"):
         lines.append(f"warning: maxmemory-policy is {data['maxmemory_policy']}: the server may "
                      "evict memory (redismem needs noeviction)")
@@ -237,8 +252,10 @@ def status(url: str | None, namespace: str | None, as_json: bool) -> None:
                     # keys redismem did not write (e.g. a counter set by hand)
                     found.append({"namespace": ns, "error": f"{type(exc).__name__}: {exc}"})
             policy = await eviction_policy(client) if caps.backend == "redis" else None
+            users = await _acl_users(client) if caps.backend == "redis" else None
             return {"url": resolved, "backend": caps.backend,
                     "server_version": caps.server_version, "maxmemory_policy": policy,
+                    "acl_users": users,
                     "modules": {"search": caps.search, "json": caps.json},
                     "library_version": loaded, "bundled_library_version": bundled().version,
                     "library_digest": None if library is None else library.digest,

@@ -94,3 +94,21 @@ async def test_load_functions_then_import_into_a_plain_redis(redis_url: str, ns:
                 m.key for m in await s1.similarity_search(query, top_k=3)]
             assert await target.search_long_term_memory_text("u1", "python") == (
                 await source.search_long_term_memory_text("u1", "python"))
+
+
+async def test_status_says_whether_access_control_is_on(redis_url: str) -> None:
+    text = run_script("status", "--namespace", "none", url=redis_url).stdout
+    assert "access control: off (only the default user)" in text
+    client = await open_client(redis_url)
+    try:
+        await client.execute_command("ACL", "SETUSER", "reader-x", "on", ">pw-x", "~rm:{x}:*",
+                                     "+get")
+        data = json.loads(run_script("status", "--json", "--namespace", "none",
+                                     url=redis_url).stdout)
+        assert data["acl_users"] == ["default", "reader-x"]
+        assert "access control: on (2 ACL users: default, reader-x)" in run_script(
+            "status", "--namespace", "none", url=redis_url).stdout
+    finally:
+        await client.execute_command("ACL", "DELUSER", "reader-x")
+        await client.aclose()
+    assert "access control: off (memory://)" in run_script("status", url="memory://").stdout
