@@ -175,6 +175,16 @@ async def _acl_users(client: Any) -> list[str] | None:
     return sorted(u.decode() if isinstance(u, bytes) else str(u) for u in users)
 
 
+def _access_control(data: dict[str, Any]) -> str:
+    users = data["acl_users"]
+    if users is None:
+        return ("off (memory://)" if data["backend"] == "memory"
+                else "unknown (ACL USERS is not permitted to this user)")
+    if users == ["default"]:
+        return "off (only the default user)"
+    return f"on ({len(users)} ACL users: {', '.join(users)})"
+
+
 def _library_trust(data: dict[str, Any]) -> str:
     if data["library_version"] != data["bundled_library_version"]:
         return ""
@@ -191,12 +201,7 @@ def _status_text(data: dict[str, Any]) -> str:
              f"library: version {data['library_version']} loaded, this package ships "
              f"{data['bundled_library_version']}" + _library_trust(data),
              f"vector search: {data['vector_search']}"]
-    users = data["acl_users"]
-    lines.append("access control: " + (
-        "unknown (ACL USERS is not permitted to this user)" if users is None and
-        data["backend"] == "redis" else "off (memory://)" if users is None else
-        "off (only the default user)" if users == ["default"] else
-        f"on ({len(users)} ACL users: {', '.join(users)})"))
+    lines.append(f"access control: {_access_control(data)}")
     if data["maxmemory_policy"] not in (None, "noeviction"):
         lines.append(f"warning: maxmemory-policy is {data['maxmemory_policy']}: the server may "
                      "evict memory (redismem needs noeviction)")
@@ -245,12 +250,13 @@ def status(url: str | None, namespace: str | None, as_json: bool) -> None:
             found: list[dict[str, Any]] = []
             for ns in names:
                 try:
-                    found.append(await stats.namespace_stats(client, ns))
-                    found[-1]["settings"] = (await Functions(client).get_config(
+                    figures = await stats.namespace_stats(client, ns)
+                    figures["settings"] = (await Functions(client).get_config(
                         [K.config(ns)], ns) if loaded else None)
                 except (redis.ResponseError, ValueError) as exc:
                     # keys redismem did not write (e.g. a counter set by hand)
-                    found.append({"namespace": ns, "error": f"{type(exc).__name__}: {exc}"})
+                    figures = {"namespace": ns, "error": f"{type(exc).__name__}: {exc}"}
+                found.append(figures)
             policy = await eviction_policy(client) if caps.backend == "redis" else None
             users = await _acl_users(client) if caps.backend == "redis" else None
             return {"url": resolved, "backend": caps.backend,
