@@ -45,7 +45,7 @@ end
 -- Runs of printable ASCII and of other characters are each checked in one
 -- pattern call, not byte by byte.
 local function json_string_end(text, i)
-  local find, byte, sub, gsub, match = string.find, string.byte, string.sub, string.gsub, string.match
+  local find, byte = string.find, string.byte -- the rest only on rarer paths
   local pos = i + 1
   while true do
     local _, last = find(text, JSON_PLAIN, pos)
@@ -56,7 +56,7 @@ local function json_string_end(text, i)
     elseif b == 92 then
       local e = byte(text, k + 1)
       if e == 117 then
-        local hex = match(text, '^%x%x%x%x', k + 2)
+        local hex = string.match(text, '^%x%x%x%x', k + 2)
         if not hex then
           return nil, 'a \\u escape needs four hex digits'
         end
@@ -64,7 +64,7 @@ local function json_string_end(text, i)
         if code >= 0xDC00 and code <= 0xDFFF then
           return nil, 'a \\u escape names a lone surrogate'
         elseif code >= 0xD800 and code <= 0xDBFF then
-          local low = match(text, '^\\u(%x%x%x%x)', k + 6)
+          local low = string.match(text, '^\\u(%x%x%x%x)', k + 6)
           local low_code = low and tonumber(low, 16)
           if not low_code or low_code < 0xDC00 or low_code > 0xDFFF then
             return nil, 'a \\u escape names a lone surrogate'
@@ -82,7 +82,7 @@ local function json_string_end(text, i)
       return nil, 'a string is not closed'
     elseif b >= 127 then -- DEL or the start of a run of other characters
       local _, stop = find(text, '^[^%z\1-\31"\\]+', k)
-      if not utf8_run_ok(sub(text, k, stop)) then
+      if not utf8_run_ok(string.sub(text, k, stop)) then
         return nil, 'a string is not valid UTF-8'
       end
       pos = stop + 1
@@ -272,12 +272,7 @@ local function json_error(text, fields)
         state = b == 123 and 'first_key' or 'first'
       elseif b == 34 then
         local start = pos
-        local _, last = find(text, JSON_PLAIN, pos + 1)
-        if byte(text, last + 1) == 34 then -- a plain string, the common case
-          pos = last + 2
-        else
-          pos, why = json_string_end(text, pos)
-        end
+        pos, why = json_string_end(text, pos)
         state = 'after'
         if member and depth == 1 and pos then
           member.s, member.e, member.b = start, pos - 1, b
@@ -322,18 +317,11 @@ local function json_error(text, fields)
         end
       elseif b == 34 then
         local start = pos
-        local _, last = find(text, JSON_PLAIN, pos + 1)
-        local plain = byte(text, last + 1) == 34
-        if plain then
-          pos = last + 2
-        else
-          pos, why = json_string_end(text, pos)
-        end
+        pos, why = json_string_end(text, pos)
         state = 'colon'
         if fields and depth == 1 and pos then
-          local name = sub(text, start + 1, pos - 2)
           member = {}
-          fields[plain and name or json_unescape(name)] = member
+          fields[json_unescape(sub(text, start + 1, pos - 2))] = member
         end
       else
         return 'expected a string key at byte ' .. pos

@@ -92,11 +92,10 @@ local function publish(w)
   local reply = redis.pcall('XADD', w.feed, int_string(first) .. '-0', unpack(w.events[1]))
   if type(reply) == 'table' and reply.err then
     local last = last_generated(w.feed)
-    if not last or last < first then
-      fail('FEED_CORRUPT', 'cannot append to the feed ' .. show(w.feed) .. ': ' .. tostring(reply.err))
+    if last and last >= first then -- the counter was lost: go on from the stream
+      first = last + 1
+      reply = redis.pcall('XADD', w.feed, int_string(first) .. '-0', unpack(w.events[1]))
     end
-    first = last + 1 -- the counter was lost: go on from the stream
-    reply = redis.pcall('XADD', w.feed, int_string(first) .. '-0', unpack(w.events[1]))
     if type(reply) == 'table' and reply.err then
       fail('FEED_CORRUPT', 'cannot append to the feed ' .. show(w.feed) .. ': ' .. tostring(reply.err))
     end
