@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .errors import (
     ConflictError,
+    CorruptEntryError,
     CursorExpiredError,
     EvictionPolicyError,
     FeedCorruptError,
@@ -21,6 +22,7 @@ from .errors import (
     InvalidVectorError,
     LibraryDigestError,
     LibraryVersionError,
+    PermissionDeniedError,
     RedisMemError,
     RequestTooLargeError,
     RevisionLimitError,
@@ -61,6 +63,7 @@ __all__ = [
     "ChangePage",
     "CompactionResult",
     "ConflictError",
+    "CorruptEntryError",
     "CursorExpiredError",
     "EvictionPolicyError",
     "FeedCorruptError",
@@ -79,6 +82,7 @@ __all__ = [
     "KeyPage",
     "LibraryDigestError",
     "LibraryVersionError",
+    "PermissionDeniedError",
     "LongTermMemory",
     "Memory",
     "MemoryCapabilities",

@@ -122,6 +122,26 @@ class FeedCorruptError(RedisMemError):
     code = "feed_corrupt"
 
 
+class PermissionDeniedError(RedisMemError):
+    """The connection's credential may not do this: the server's ACL refused
+    a command or a key (``NOPERM``), directly or inside a library function.
+    Nothing was changed."""
+
+    code = "permission_denied"
+
+
+class CorruptEntryError(RedisMemError):
+    """An entry that the library did not write (raw commands: bad JSON, bad
+    UTF-8, missing fields) was read; ``key`` names it. Other entries read
+    as usual; ``redismem audit`` lists every such entry of a namespace."""
+
+    code = "corrupt_entry"
+
+    def __init__(self, message: str, *, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+
 class EvictionPolicyError(RedisMemError):
     """The server's ``maxmemory-policy`` may evict keys, which silently drops
     memory; redismem needs ``noeviction`` (see ``connect(allow_eviction=...)``)."""

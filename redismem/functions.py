@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from redis.asyncio import Redis
-from redis.exceptions import ResponseError
+from redis.exceptions import NoPermissionError, ResponseError
 
 from . import limits
 from .errors import (
     LibraryDigestError,
     LibraryVersionError,
+    PermissionDeniedError,
     RedisMemError,
     RequestTooLargeError,
     from_reply,
@@ -177,8 +178,21 @@ async def ensure_library(client: Redis, *, force: bool = False) -> LoadResult:
 
 
 def _mapped_error(exc: ResponseError, key: str | None = None) -> RedisMemError | ResponseError:
-    """Our exception for a Lua error reply, or ``exc`` itself when the code is not ours."""
-    return from_reply(str(exc), key=key) or exc
+    """Our exception for a Lua error reply or an ACL refusal, or ``exc``
+    itself when neither."""
+    return from_reply(str(exc), key=key) or denied(exc) or exc
+
+
+_ACL_REFUSALS = ("NOPERM", "No permissions", "ACL failure")
+
+
+def denied(exc: ResponseError) -> PermissionDeniedError | None:
+    """PermissionDeniedError for an ACL refusal (a command or key the
+    credential may not use, directly or inside a function), else None."""
+    text = str(exc)
+    if isinstance(exc, NoPermissionError) or text.startswith(_ACL_REFUSALS):
+        return PermissionDeniedError(f"the server's ACL refused this credential: {text}")
+    return None
 
 
 def _size(part: str | bytes | int) -> int:

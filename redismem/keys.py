@@ -61,12 +61,21 @@ def revisions(ns: str, kind: Kind, scope: str, sid: str) -> str:
     return f"{base(ns)}rev:{_KIND_TAG[kind]}:{scope}:{sid}"
 
 
-def scope_writes(ns: str, kind: Kind, scope: str, sid: str) -> list[str]:
-    """The seven keys every scope write passes first, in this order: names,
-    expiry, revisions, feed, sequence, feed size, config (``scope_writer`` in
-    ``lua/lib/60_names.lua``)."""
+def scope_writes(ns: str, kind: Kind, scope: str, sid: str, who: str) -> list[str]:
+    """The six keys every scope write passes, in this order: names, expiry,
+    revisions, sequence, feed size, and the writer's principal key
+    (``scope_writer`` in ``lua/lib/60_names.lua``). The feed and the config
+    are not passed: FCALL would require write access to the config and read
+    access to the feed of every caller."""
     return [names(ns, kind, scope, sid), expiry(ns, kind, scope, sid),
-            revisions(ns, kind, scope, sid), feed(ns), sequence(ns), feed_size(ns), config(ns)]
+            revisions(ns, kind, scope, sid), sequence(ns), feed_size(ns), principal(ns, who)]
+
+
+def principal(ns: str, who: str) -> str:
+    """A key never read or written: write calls pass the one of their
+    principal, so that the server's ACL (which lets a user name only its
+    own) proves who is writing."""
+    return f"{base(ns)}who:{who}"
 
 
 def feed(ns: str) -> str:

@@ -70,7 +70,8 @@ class MemoryScope:
         return self._conn.namespace, self.scope, self.scope_id
 
     def _scope_keys(self, kind: KeyKind) -> list[str]:
-        return K.scope_writes(self._conn.namespace, kind, self.scope, self.scope_id)
+        return K.scope_writes(self._conn.namespace, kind, self.scope, self.scope_id,
+                              self._conn.principal)
 
     async def get(self, key: str) -> MemoryValue:
         """Read ``key``; a missing or expired key is ``MemoryValue(None, 0, False)``.

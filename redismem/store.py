@@ -347,7 +347,7 @@ class RedisMemoryStore:
         ns = self.namespace
         keys = [K.thread_events(ns, thread_id), K.thread_times(ns, thread_id)]
         if write:
-            keys += [K.thread_ids(ns, thread_id), K.threads(ns), K.config(ns)]
+            keys += [K.thread_ids(ns, thread_id), K.threads(ns)]
         return keys
 
     async def append_event(self, event: MemoryEvent) -> None:
@@ -518,7 +518,7 @@ class RedisMemoryStore:
         await self._ensure_text_index()
         ns = self.namespace
         return await self.memory._conn.functions.upsert_memory(
-            [K.memory(ns, user, memory.id), K.memories(ns, user), K.memory_dim(ns), K.config(ns)],
+            [K.memory(ns, user, memory.id), K.memories(ns, user), K.memory_dim(ns)],
             ns, user, memory.id, record, blob, newer=newer)
 
     async def delete_long_term_memory(self, user_id: str | None, memory_id: str) -> None:

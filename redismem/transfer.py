@@ -549,7 +549,7 @@ class _Writer:
 
     async def _value(self, scope: str, sid: str) -> None:
         ns = self.mem.namespace
-        keys = [*K.scope_writes(ns, "value", scope, sid),
+        keys = [*K.scope_writes(ns, "value", scope, sid, self.mem.principal), K.config(ns),
                 *(K.value(ns, scope, sid, row.args[0]) for row in self.rows)]
         written = await self.mem._conn.functions.import_values(
             keys, ns, scope, sid, self.mem.principal, [row.args for row in self.rows])
@@ -559,7 +559,8 @@ class _Writer:
     async def _vector(self, scope: str, sid: str) -> None:
         ns = self.mem.namespace
         await V.ensure_scope_indexes(self.mem._conn, (row.args[-1] for row in self.rows))
-        keys = [*K.scope_writes(ns, "vector", scope, sid), K.vector_dims(ns, scope, sid),
+        keys = [*K.scope_writes(ns, "vector", scope, sid, self.mem.principal), K.config(ns),
+                K.vector_dims(ns, scope, sid),
                 *(K.vector(ns, scope, sid, row.args[0]) for row in self.rows)]
         written = await self.mem._conn.functions.import_vectors(
             keys, ns, scope, sid, self.mem.principal, [row.args[:-1] for row in self.rows])
@@ -570,7 +571,7 @@ class _Writer:
         ns = self.mem.namespace
         for row in self.rows:
             raised = await self.mem._conn.functions.raise_revisions(
-                [K.revisions(ns, kind, scope, sid)], ns, scope, sid, kind, row.args[0])
+                [K.revisions(ns, kind, scope, sid), K.config(ns)], ns, scope, sid, kind, row.args[0])
             self.summary.count("revisions", raised, len(row.args[0]) - raised)
 
     async def _event(self, thread: str) -> None:

@@ -97,7 +97,7 @@ def value_call(ns: str, key: str = "k", *, scope: str = "session", sid: str = "s
                json_text: str = "1", expected: str = "", ttl: str = "",
                principal: str = "me") -> list[Any]:
     """Raw FCALL arguments for redismem_set_values of one item."""
-    keys = [*K.scope_writes(ns, "value", scope, sid), K.value(ns, scope, sid, key)]
+    keys = [*K.scope_writes(ns, "value", scope, sid, principal), K.value(ns, scope, sid, key)]
     return ["redismem_set_values", len(keys), *keys, ns, scope, sid, ttl, principal, key,
             json_text, expected]
 
@@ -110,7 +110,7 @@ def import_call(ns: str, *, kind: str = "value", key: str = "k", json_text: str 
                 content: tuple[bytes | str, ...] | None = None, revision: str = "4",
                 ts: str = "5", by: str = "me", expires: str = "") -> list[Any]:
     """A raw FCALL of redismem_import_values (or _vectors), good unless told otherwise."""
-    keys = K.scope_writes(ns, kind, "session", "s")  # type: ignore[arg-type]
+    keys = [*K.scope_writes(ns, kind, "session", "s", "me"), K.config(ns)]  # type: ignore[arg-type]
     if kind == "vector":
         keys += [K.vector_dims(ns, "session", "s"), K.vector(ns, "session", "s", key)]
     else:
@@ -122,7 +122,7 @@ def import_call(ns: str, *, kind: str = "value", key: str = "k", json_text: str 
 def raw_cases(ns: str) -> list[tuple[list[Any], str]]:
     good = value_call(ns)
     wrong_key = list(good)
-    wrong_key[9] = "rm:{other}:val:session:s:k"
+    wrong_key[8] = "rm:{other}:val:session:s:k"
     return [
         (value_call(ns, json_text="{not json"), "INVALID_JSON"),
         (value_call(ns, json_text=""), "INVALID_JSON"),
@@ -146,12 +146,12 @@ def raw_cases(ns: str) -> list[tuple[list[Any], str]]:
         (value_call(ns, principal="a}b"), "INVALID_ID"),
         (value_call(ns + " x"), "INVALID_ID"),
         (value_call(ns + ":x"), "INVALID_ID"),
-        (wrong_key, "INVALID_ARGUMENT KEYS[8] must be"),
+        (wrong_key, "INVALID_ARGUMENT KEYS[7] must be"),
         (good[:-1], "INVALID_ARGUMENT"),
         (["redismem_set_values", 0, ns], "INVALID_ARGUMENT"),
         (["redismem_delete_value", 0, ns, "session", "s", "k", "", "me"], "INVALID_ARGUMENT"),
-        (["redismem_delete_value", 8, K.value(ns, "session", "s", "k"),
-          *K.scope_writes(ns, "value", "session", "s"),
+        (["redismem_delete_value", 7, K.value(ns, "session", "s", "k"),
+          *K.scope_writes(ns, "value", "session", "s", "me"),
           ns, "session", "s", "k", "x", "me"], "INVALID_REVISION"),
         (["redismem_trim_feed", 3, K.feed(ns), K.feed_size(ns), K.config(ns), ns, "0"],
          "INVALID_ARGUMENT"),
@@ -179,14 +179,14 @@ def raw_cases(ns: str) -> list[tuple[list[Any], str]]:
          "INVALID_METADATA"),
         (import_call(ns, kind="vector", content=(b"\0\0\x80\x3f", "{}"), revision="-3"),
          "INVALID_REVISION"),
-        (["redismem_raise_revisions", 1, K.revisions(ns, "value", "session", "s"), ns,
+        (["redismem_raise_revisions", 2, K.revisions(ns, "value", "session", "s"), K.config(ns), ns,
           "session", "s", "value", "k", "0"], "INVALID_REVISION"),
-        (["redismem_raise_revisions", 1, K.revisions(ns, "value", "session", "s"), ns,
+        (["redismem_raise_revisions", 2, K.revisions(ns, "value", "session", "s"), K.config(ns), ns,
           "session", "s", "blob", "k", "3"], "INVALID_ARGUMENT"),
-        (["redismem_raise_revisions", 1, K.revisions(ns, "vector", "session", "s"), ns,
+        (["redismem_raise_revisions", 2, K.revisions(ns, "vector", "session", "s"), K.config(ns), ns,
           "session", "s", "value", "k", "3"], "INVALID_ARGUMENT KEYS[1] must be"),
-        (["redismem_upsert_memory", 4, K.memory(ns, "u", "m"), K.memories(ns, "u"),
-          K.memory_dim(ns), K.config(ns), ns, "u", "m", MEMORY_RECORD, "", "always"],
+        (["redismem_upsert_memory", 3, K.memory(ns, "u", "m"), K.memories(ns, "u"),
+          K.memory_dim(ns), ns, "u", "m", MEMORY_RECORD, "", "always"],
          "INVALID_ARGUMENT"),
         (["redismem_get_values", 0], "INVALID_ARGUMENT"),
         (["redismem_get_values", 1, K.value(ns, "session", "s", "k"), "extra"],

@@ -141,7 +141,7 @@ async def test_a_feed_size_that_is_not_a_count_starts_again(mem: redismem.Memory
 
 async def raise_revision(mem: redismem.Memory, key: str, revision: int) -> None:
     ns = mem.namespace
-    await mem._conn.functions.raise_revisions([K.revisions(ns, "value", "session", "s")], ns,
+    await mem._conn.functions.raise_revisions([K.revisions(ns, "value", "session", "s"), K.config(ns)], ns,
                                               "session", "s", "value", [(key, revision)])
 
 
@@ -332,7 +332,7 @@ async def test_a_call_over_the_budget_is_refused_on_both_sides(mem: redismem.Mem
     raw = Functions(mem.client)  # no Python pre-check: the Lua side refuses too
     raw.max_call_bytes = 1 << 40
     items = [(key, f'"{value}"', "") for key, value in big.items()]
-    keys = [*K.scope_writes(mem.namespace, "value", "session", "s"),
+    keys = [*K.scope_writes(mem.namespace, "value", "session", "s", "me"),
             *(K.value(mem.namespace, "session", "s", key) for key in big)]
     with pytest.raises(redismem.RequestTooLargeError, match="65536"):
         await raw.set_values(keys, mem.namespace, "session", "s", "", "me", items)
@@ -379,7 +379,7 @@ async def test_vector_batches_are_bounded_and_bulk_loads_split(mem: redismem.Mem
     with pytest.raises(redismem.RequestTooLargeError, match="max_call_vectors"):
         await scope.set_vectors(items)
     raw = Functions(mem.client)  # the Lua side refuses too
-    keys = [*K.scope_writes(mem.namespace, "vector", "session", "s"),
+    keys = [*K.scope_writes(mem.namespace, "vector", "session", "s", "me"),
             K.vector_dims(mem.namespace, "session", "s"),
             *(K.vector(mem.namespace, "session", "s", key) for key, _ in items[:129])]
     blobs = [(key, np.asarray(e, dtype="<f4").tobytes(), "{}", "") for key, e in items[:129]]
@@ -431,7 +431,7 @@ async def test_the_set_many_that_stalled_the_server_is_refused(mem: redismem.Mem
 
 async def test_lua_messages_print_integers_in_full(rmem: redismem.Memory) -> None:
     ns = rmem.namespace
-    keys = [*K.scope_writes(ns, "value", "session", "s"), K.value(ns, "session", "s", "k")]
+    keys = [*K.scope_writes(ns, "value", "session", "s", "me"), K.value(ns, "session", "s", "k")]
     with pytest.raises(redis.ResponseError) as info:
         await rmem.client.execute_command("FCALL", "redismem_set_values", len(keys), *keys, ns,
                                           "session", "s", "", "me", "k", "1",

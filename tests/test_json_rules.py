@@ -42,8 +42,8 @@ def set_value(client: redis.Redis, *, key: bytes = b"k", value: bytes = b"1", ns
     """FCALL redismem_set_values with raw bytes; None when accepted, else the error code."""
     base = b"rm:{" + ns + b"}:"
     keys = [base + b"keys:val:session:" + sid, base + b"exp:val:session:" + sid,
-            base + b"rev:val:session:" + sid, base + b"feed", base + b"seq", base + b"feedsz",
-            base + b"cfg",
+            base + b"rev:val:session:" + sid, base + b"seq", base + b"feedsz",
+            base + b"who:" + principal,
             base + b"val:session:" + sid + b":" + key]
     try:
         client.fcall("redismem_set_values", len(keys), *keys, ns, b"session", sid, b"",

@@ -345,7 +345,8 @@ async def test_raw_import_functions(rmem: redismem.Memory) -> None:
     vector = import_call(ns, kind="vector", content=(b"\0\0\x80\x3f", '{"c":1}'))
     assert await client.execute_command("FCALL", *vector) == [4]
     assert (await rmem.session("s").get_vector("k")).metadata == {"c": 1}
-    raise_args = ["redismem_raise_revisions", 1, K.revisions(ns, "value", "session", "s"), ns,
+    raise_args = ["redismem_raise_revisions", 2, K.revisions(ns, "value", "session", "s"),
+                  K.config(ns), ns,
                   "session", "s", "value", "k", "9", "other", "2"]
     assert await client.execute_command("FCALL", *raise_args) == 2
     assert await client.execute_command("FCALL", *raise_args) == 0

@@ -191,7 +191,7 @@ async def test_bad_vector_input(mem: redismem.Memory, call: object, error: type[
 
 
 def raw_vector_call(ns: str, blob: bytes, meta: str = "{}", key: str = "v") -> list[object]:
-    keys = [*K.scope_writes(ns, "vector", "session", "s"), K.vector_dims(ns, "session", "s"),
+    keys = [*K.scope_writes(ns, "vector", "session", "s", "me"), K.vector_dims(ns, "session", "s"),
             K.vector(ns, "session", "s", key)]
     return ["FCALL", "redismem_set_vectors", len(keys), *keys, ns, "session", "s", "", "me", key,
             blob, meta, ""]

@@ -5,7 +5,6 @@
   KEYS[2] times zset      rm:{<ns>}:thr:<thread>:ts
   KEYS[3] ids hash        rm:{<ns>}:thr:<thread>:ids
   KEYS[4] threads zset    rm:{<ns>}:threads
-  KEYS[5] config hash     rm:{<ns>}:cfg (max_call_bytes)
   ARGV[1] namespace  ARGV[2] thread id  ARGV[3..] events (canonical JSON of
           MemoryEvent: id, thread_id, user_id, type, timestamp, payload, tags;
           at most 1 MiB each)

@@ -5,10 +5,9 @@
   KEYS[2] names zset      rm:{<ns>}:keys:val:<scope>:<sid>
   KEYS[3] expiry zset     rm:{<ns>}:exp:val:<scope>:<sid>
   KEYS[4] revisions hash  rm:{<ns>}:rev:val:<scope>:<sid>
-  KEYS[5] feed stream     rm:{<ns>}:feed
-  KEYS[6] feed counter    rm:{<ns>}:seq
-  KEYS[7] feed size       rm:{<ns>}:feedsz
-  KEYS[8] config hash     rm:{<ns>}:cfg
+  KEYS[5] feed counter    rm:{<ns>}:seq
+  KEYS[6] feed size       rm:{<ns>}:feedsz
+  KEYS[7] principal key   rm:{<ns>}:who:<principal> (lib/30_keys.lua)
   ARGV[1] namespace  ARGV[2] scope  ARGV[3] scope id  ARGV[4] key
   ARGV[5] expected revision ('' = any)   ARGV[6] principal
   Reply: 1 when a value was deleted, 0 when there was none.
@@ -22,7 +21,7 @@ local function delete_value(keys, args)
   local key = check_key(args[4])
   local expected = parse_expected(args[5])
   local principal = check_id('principal', args[6])
-  expect_keys(keys, 8)
+  expect_keys(keys, 7)
   local value_key = expect_key(keys, 1, SCHEMA.value(c, key))
   local w = scope_writer(keys, 2, c, 'value', principal)
   return remove_entry(w, value_key, key, expected)

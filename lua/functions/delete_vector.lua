@@ -3,11 +3,10 @@
   KEYS[2] names zset      rm:{<ns>}:keys:vec:<scope>:<sid>
   KEYS[3] expiry zset     rm:{<ns>}:exp:vec:<scope>:<sid>
   KEYS[4] revisions hash  rm:{<ns>}:rev:vec:<scope>:<sid>
-  KEYS[5] feed stream     rm:{<ns>}:feed
-  KEYS[6] feed counter    rm:{<ns>}:seq
-  KEYS[7] feed size       rm:{<ns>}:feedsz
-  KEYS[8] config hash     rm:{<ns>}:cfg
-  KEYS[9] dimensions hash rm:{<ns>}:vdims:<scope>:<sid>
+  KEYS[5] feed counter    rm:{<ns>}:seq
+  KEYS[6] feed size       rm:{<ns>}:feedsz
+  KEYS[7] principal key   rm:{<ns>}:who:<principal> (lib/30_keys.lua)
+  KEYS[8] dimensions hash rm:{<ns>}:vdims:<scope>:<sid>
   ARGV[1] namespace  ARGV[2] scope  ARGV[3] scope id  ARGV[4] key
   ARGV[5] expected revision ('' = any)   ARGV[6] principal
   Reply: 1 when a vector was deleted, 0 when there was none.
@@ -21,10 +20,10 @@ local function delete_vector(keys, args)
   local key = check_key(args[4])
   local expected = parse_expected(args[5])
   local principal = check_id('principal', args[6])
-  expect_keys(keys, 9)
+  expect_keys(keys, 8)
   local vector_key = expect_key(keys, 1, SCHEMA.vector(c, key))
   local w = scope_writer(keys, 2, c, 'vector', principal)
-  local dims_key = expect_key(keys, 9, SCHEMA.dims(c))
+  local dims_key = expect_key(keys, 8, SCHEMA.dims(c))
   local dim = tonumber(redis.call('HGET', vector_key, '_dim'))
   return remove_entry(w, vector_key, key, expected, function()
     if dim then

@@ -5,10 +5,10 @@
   KEYS[1] names zset      rm:{<ns>}:keys:val:<scope>:<sid>
   KEYS[2] expiry zset     rm:{<ns>}:exp:val:<scope>:<sid>
   KEYS[3] revisions hash  rm:{<ns>}:rev:val:<scope>:<sid>
-  KEYS[4] feed stream     rm:{<ns>}:feed
-  KEYS[5] feed counter    rm:{<ns>}:seq
-  KEYS[6] feed size       rm:{<ns>}:feedsz
-  KEYS[7] config hash     rm:{<ns>}:cfg
+  KEYS[4] feed counter    rm:{<ns>}:seq
+  KEYS[5] feed size       rm:{<ns>}:feedsz
+  KEYS[6] principal key   rm:{<ns>}:who:<principal> (lib/30_keys.lua)
+  KEYS[7] config hash     rm:{<ns>}:cfg (declared: only a role that may write it imports)
   KEYS[7+i] value hash    rm:{<ns>}:val:<scope>:<sid>:<key i>
   ARGV[1] namespace  ARGV[2] scope  ARGV[3] scope id
   ARGV[4] principal doing the import (recorded on the feed events)
@@ -28,6 +28,7 @@ local function import_values(keys, args)
   local count = item_count(args, 4, 6, 'key, value, revision, ts, writer, expiry')
   expect_keys(keys, 7 + count)
   local w = scope_writer(keys, 1, c, 'value', principal)
+  expect_key(keys, 7, SCHEMA.config(c))
   check_request(keys, args, w.settings.max_call_bytes)
 
   local items, seen = {}, {}
@@ -55,7 +56,6 @@ local function import_values(keys, args)
       import_entry(w, item.value_key, item.key, item, {'v', item.json})
     end
   end
-  finish_writes(w)
   return written
 end
 

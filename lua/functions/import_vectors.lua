@@ -5,10 +5,10 @@
   KEYS[1] names zset      rm:{<ns>}:keys:vec:<scope>:<sid>
   KEYS[2] expiry zset     rm:{<ns>}:exp:vec:<scope>:<sid>
   KEYS[3] revisions hash  rm:{<ns>}:rev:vec:<scope>:<sid>
-  KEYS[4] feed stream     rm:{<ns>}:feed
-  KEYS[5] feed counter    rm:{<ns>}:seq
-  KEYS[6] feed size       rm:{<ns>}:feedsz
-  KEYS[7] config hash     rm:{<ns>}:cfg
+  KEYS[4] feed counter    rm:{<ns>}:seq
+  KEYS[5] feed size       rm:{<ns>}:feedsz
+  KEYS[6] principal key   rm:{<ns>}:who:<principal> (lib/30_keys.lua)
+  KEYS[7] config hash     rm:{<ns>}:cfg (declared: only a role that may write it imports)
   KEYS[8] dimensions hash rm:{<ns>}:vdims:<scope>:<sid>
   KEYS[8+i] vector hash   rm:{<ns>}:vec:<scope>:<sid>:<key i>
   ARGV[1] namespace  ARGV[2] scope  ARGV[3] scope id
@@ -30,6 +30,7 @@ local function import_vectors(keys, args)
   local count = item_count(args, 4, 7, 'key, embedding, metadata, revision, ts, writer, expiry')
   expect_keys(keys, 8 + count)
   local w = scope_writer(keys, 1, c, 'vector', principal)
+  expect_key(keys, 7, SCHEMA.config(c))
   check_request(keys, args, w.settings.max_call_bytes)
   check_vector_count(count, w.settings)
   local dims_key = expect_key(keys, 8, SCHEMA.dims(c))
@@ -62,7 +63,6 @@ local function import_vectors(keys, args)
       recount_dim(dims_key, item.old_dim, item.dim)
     end
   end
-  finish_writes(w)
   return written
 end
 

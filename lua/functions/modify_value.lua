@@ -5,11 +5,10 @@
   KEYS[1] names zset      rm:{<ns>}:keys:val:<scope>:<sid>
   KEYS[2] expiry zset     rm:{<ns>}:exp:val:<scope>:<sid>
   KEYS[3] revisions hash  rm:{<ns>}:rev:val:<scope>:<sid>
-  KEYS[4] feed stream     rm:{<ns>}:feed
-  KEYS[5] feed counter    rm:{<ns>}:seq
-  KEYS[6] feed size       rm:{<ns>}:feedsz
-  KEYS[7] config hash     rm:{<ns>}:cfg
-  KEYS[8] value hash      rm:{<ns>}:val:<scope>:<sid>:<key>
+  KEYS[4] feed counter    rm:{<ns>}:seq
+  KEYS[5] feed size       rm:{<ns>}:feedsz
+  KEYS[6] principal key   rm:{<ns>}:who:<principal> (lib/30_keys.lua)
+  KEYS[7] value hash      rm:{<ns>}:val:<scope>:<sid>:<key>
   ARGV[1] namespace  ARGV[2] scope  ARGV[3] scope id
   ARGV[4] ttl: '' = no expiry, 'KEEPTTL' = keep the key's expiry (a new key
           gets none), else ms   ARGV[5] principal   ARGV[6] key
@@ -67,11 +66,11 @@ local function modify_value(keys, args)
   local principal = check_id('principal', args[5])
   local key = check_key(args[6])
   local op = args[7]
-  expect_keys(keys, 8)
+  expect_keys(keys, 7)
   local w = scope_writer(keys, 1, c, 'value', principal)
   w.ttl = ttl
   check_request(keys, args, w.settings.max_call_bytes)
-  local value_key = expect_key(keys, 8, SCHEMA.value(c, key))
+  local value_key = expect_key(keys, 7, SCHEMA.value(c, key))
   local operand, max_items = args[8], nil
   if op == 'incr' then
     operand = parse_int('the increment', operand, -LIMITS.max_revision, LIMITS.max_revision)
@@ -106,7 +105,6 @@ local function modify_value(keys, args)
   plan_event(w, key, 'set', revision, json)
   start_writing(w)
   store_entry(w, value_key, key, current > 0, revision, {'v', json})
-  finish_writes(w)
   return {revision, op == 'incr' and json or ''}
 end
 

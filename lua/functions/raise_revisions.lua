@@ -3,6 +3,7 @@
   expected revision handed out before the export can never match a key
   re-created after the import. Only raises: a later revision is kept.
   KEYS[1] revisions hash  rm:{<ns>}:rev:<val|vec>:<scope>:<sid>
+  KEYS[2] config hash     rm:{<ns>}:cfg (declared: only a role that may write it imports)
   ARGV[1] namespace  ARGV[2] scope  ARGV[3] scope id  ARGV[4] kind (value|vector)
   ARGV[3+2i] name i   ARGV[4+2i] revision i (>= 1)
   Reply: the number of names whose revision was raised.
@@ -13,8 +14,9 @@ local function raise_revisions(keys, args)
   local c = scope_args(args, 1)
   local tag = kind_tag(args[4])
   local count = item_count(args, 4, 2, 'name, revision')
-  expect_keys(keys, 1)
+  expect_keys(keys, 2)
   local revisions_key = expect_key(keys, 1, SCHEMA.revisions(c, tag))
+  expect_key(keys, 2, SCHEMA.config(c))
   local items = {}
   for i = 1, count do
     local base = 3 + 2 * i

@@ -3,11 +3,10 @@
   KEYS[1] names zset      rm:{<ns>}:keys:val:<scope>:<sid>
   KEYS[2] expiry zset     rm:{<ns>}:exp:val:<scope>:<sid>
   KEYS[3] revisions hash  rm:{<ns>}:rev:val:<scope>:<sid>
-  KEYS[4] feed stream     rm:{<ns>}:feed
-  KEYS[5] feed counter    rm:{<ns>}:seq
-  KEYS[6] feed size       rm:{<ns>}:feedsz
-  KEYS[7] config hash     rm:{<ns>}:cfg
-  KEYS[7+i] value hash    rm:{<ns>}:val:<scope>:<sid>:<key i>
+  KEYS[4] feed counter    rm:{<ns>}:seq
+  KEYS[5] feed size       rm:{<ns>}:feedsz
+  KEYS[6] principal key   rm:{<ns>}:who:<principal> (lib/30_keys.lua)
+  KEYS[6+i] value hash    rm:{<ns>}:val:<scope>:<sid>:<key i>
   ARGV[1] namespace  ARGV[2] scope  ARGV[3] scope id
   ARGV[4] ttl: '' = no expiry, 'KEEPTTL' = keep each key's expiry, else ms
   ARGV[5] principal
@@ -25,7 +24,7 @@ local function set_values(keys, args)
   local ttl = parse_ttl(args[4])
   local principal = check_id('principal', args[5])
   local count = item_count(args, 5, 3, 'key, value, expected revision')
-  expect_keys(keys, 7 + count)
+  expect_keys(keys, 6 + count)
   local w = scope_writer(keys, 1, c, 'value', principal)
   w.ttl = ttl
   check_request(keys, args, w.settings.max_call_bytes)
@@ -34,7 +33,7 @@ local function set_values(keys, args)
   for i = 1, count do
     local base = 3 + 3 * i
     local key = batch_key(seen, args[base])
-    local value_key = expect_key(keys, 7 + i, SCHEMA.value(c, key))
+    local value_key = expect_key(keys, 6 + i, SCHEMA.value(c, key))
     local json = check_json(args[base + 1], w.settings.max_value_bytes)
     local expected = parse_expected(args[base + 2])
     local current = tonumber(redis.call('HGET', value_key, 'rev')) or 0
@@ -53,7 +52,6 @@ local function set_values(keys, args)
     store_entry(w, item.value_key, item.key, item.current > 0, item.revision, {'v', item.json})
     revisions[i] = item.revision
   end
-  finish_writes(w)
   return revisions
 end
 

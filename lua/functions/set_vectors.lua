@@ -3,12 +3,11 @@
   KEYS[1] names zset      rm:{<ns>}:keys:vec:<scope>:<sid>
   KEYS[2] expiry zset     rm:{<ns>}:exp:vec:<scope>:<sid>
   KEYS[3] revisions hash  rm:{<ns>}:rev:vec:<scope>:<sid>
-  KEYS[4] feed stream     rm:{<ns>}:feed
-  KEYS[5] feed counter    rm:{<ns>}:seq
-  KEYS[6] feed size       rm:{<ns>}:feedsz
-  KEYS[7] config hash     rm:{<ns>}:cfg
-  KEYS[8] dimensions hash rm:{<ns>}:vdims:<scope>:<sid>
-  KEYS[8+i] vector hash   rm:{<ns>}:vec:<scope>:<sid>:<key i>
+  KEYS[4] feed counter    rm:{<ns>}:seq
+  KEYS[5] feed size       rm:{<ns>}:feedsz
+  KEYS[6] principal key   rm:{<ns>}:who:<principal> (lib/30_keys.lua)
+  KEYS[7] dimensions hash rm:{<ns>}:vdims:<scope>:<sid>
+  KEYS[7+i] vector hash   rm:{<ns>}:vec:<scope>:<sid>:<key i>
   ARGV[1] namespace  ARGV[2] scope  ARGV[3] scope id
   ARGV[4] ttl: '' = no expiry, 'KEEPTTL' = keep each key's expiry, else ms
   ARGV[5] principal
@@ -26,19 +25,19 @@ local function set_vectors(keys, args)
   local ttl = parse_ttl(args[4])
   local principal = check_id('principal', args[5])
   local count = item_count(args, 5, 4, 'key, embedding, metadata, expected revision')
-  expect_keys(keys, 8 + count)
+  expect_keys(keys, 7 + count)
   local w = scope_writer(keys, 1, c, 'vector', principal)
   w.ttl = ttl
   check_request(keys, args, w.settings.max_call_bytes)
   check_vector_count(count, w.settings)
-  local dims_key = expect_key(keys, 8, SCHEMA.dims(c))
+  local dims_key = expect_key(keys, 7, SCHEMA.dims(c))
   local scope_tag = to_hex(c.scope .. ':' .. c.sid)
 
   local items, seen = {}, {}
   for i = 1, count do
     local base = 2 + 4 * i
     local key = batch_key(seen, args[base])
-    local vector_key = expect_key(keys, 8 + i, SCHEMA.vector(c, key))
+    local vector_key = expect_key(keys, 7 + i, SCHEMA.vector(c, key))
     local fields, dim = vector_fields(args[base + 1], args[base + 2], scope_tag)
     local expected = parse_expected(args[base + 3])
     local stored = redis.call('HMGET', vector_key, 'rev', '_dim')
@@ -60,7 +59,6 @@ local function set_vectors(keys, args)
     store_entry(w, item.vector_key, item.key, item.current > 0, item.revision, item.fields)
     revisions[i] = item.revision
   end
-  finish_writes(w)
   return revisions
 end
 

@@ -21,8 +21,14 @@ local function trim_feed_now(keys, args)
              feed_size = expect_key(keys, 2, SCHEMA.feed_size(c))}
   f.settings = write_settings(expect_key(keys, 3, SCHEMA.config(c)))
   local size = redis.call('GET', f.feed_size)
-  f.feed_bytes = size and string.find(size, '^%d+$') and tonumber(size) or 0
-  local dropped, stopped = trim_head(f, now_ms(), budget)
+  f.feed_bytes = size and #size <= 16 and string.find(size, '^%d+$') and tonumber(size) or 0
+  local threshold, dropped, freed, stopped = trim_plan(f, now_ms(), budget)
+  if threshold then
+    redis.call('XTRIM', f.feed, 'MINID', threshold)
+    redis.call('SET', f.feed_size, int_string(f.feed_bytes - freed))
+  elseif f.feed_bytes ~= 0 and redis.call('XLEN', f.feed) == 0 then
+    redis.call('SET', f.feed_size, '0') -- an estimate that went wrong starts again
+  end
   return {dropped, stopped and 1 or 0}
 end
 

@@ -2,7 +2,6 @@
   KEYS[1] memory hash   rm:{<ns>}:ltm:<user>:<id>   (user '_' = shared)
   KEYS[2] user zset     rm:{<ns>}:ltmz:<user>
   KEYS[3] dimension     rm:{<ns>}:ltmdim
-  KEYS[4] config hash   rm:{<ns>}:cfg
   ARGV[1] namespace  ARGV[2] user ('_' = shared)  ARGV[3] memory id
   ARGV[4] record: canonical JSON of LongTermMemory (id, user_id, scope,
           data, text, tags, metadata, created_at, updated_at)
@@ -18,11 +17,11 @@ local function upsert_memory(keys, args)
   local c = {ns = check_id('namespace', args[1])}
   local user = check_user(args[2])
   local id = check_key(args[3])
-  expect_keys(keys, 4)
+  expect_keys(keys, 3)
   local memory_key = expect_key(keys, 1, SCHEMA.memory(c, user, id))
   local user_key = expect_key(keys, 2, SCHEMA.memories(c, user))
   local dim_key = expect_key(keys, 3, SCHEMA.memory_dim(c))
-  local settings = write_settings(expect_key(keys, 4, SCHEMA.config(c)))
+  local settings = write_settings(SCHEMA.config(c))
   check_request(keys, args, settings.max_call_bytes)
   local m = check_memory(args[4], user, id, settings.max_value_bytes)
   if args[6] ~= nil and args[6] ~= '' and args[6] ~= 'newer' then

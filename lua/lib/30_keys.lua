@@ -1,5 +1,11 @@
---[[ keys: the key schema, used only to check that the KEYS a caller passed
-  are the ones the arguments name (functions never build a key to touch it).
+--[[ keys: the key schema, used to check that the KEYS a caller passed are
+  the ones the arguments name. FCALL makes Redis check every declared key
+  for both read and write permission, so the two namespace keys that roles
+  must only read (cfg) or only write (feed) are not declared by the write
+  functions: they are built here from the namespace, which shares the
+  declared keys' hash tag (and so their cluster slot). A declared
+  rm:{<ns>}:who:<principal> key (never read or written) is how the server's
+  ACL proves the principal: an ACL user may only name its own.
   redismem/keys.py builds the same names; tests check both agree.         ]]
 
 local function key_base(ns)
@@ -17,6 +23,7 @@ local SCHEMA = {
   sequence = function(c) return key_base(c.ns) .. 'seq' end,
   feed_size = function(c) return key_base(c.ns) .. 'feedsz' end,
   config = function(c) return key_base(c.ns) .. 'cfg' end,
+  principal = function(c, who) return key_base(c.ns) .. 'who:' .. who end,
   sessions = function(c) return key_base(c.ns) .. 'sessions' end,
   thread_events = function(c, thread) return key_base(c.ns) .. 'thr:' .. thread .. ':ev' end,
   thread_times = function(c, thread) return key_base(c.ns) .. 'thr:' .. thread .. ':ts' end,

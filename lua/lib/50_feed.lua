@@ -11,15 +11,17 @@
   counter (DEL, eviction) is healed from the stream's last-generated-id,
   which survives trimming; a counter that is not an integer is refused.
   Bounds: events older than feed_retention_ms, and the oldest events while
-  the feed holds more than feed_max_bytes (the field bytes of its entries
-  plus EVENT_OVERHEAD each, counted in rm:{ns}:feedsz: an estimate, started
-  again when it is not a count). Trimming drops
-  events from the head only, so a cursor before the head is reported
-  (CursorExpiredError), never skipped, and works in slices: at most
-  trim_slice_events events and trim_slice_bytes bytes read per call. Writes
-  trim for age each time the sequence passes a multiple of trim_every (up
-  to trim_every x trim_per_write events), and for size whenever the feed is
-  over its bound (twice the events they appended, plus trim_per_write).  ]]
+  the feed is over feed_max_bytes (the field bytes of its entries plus
+  EVENT_OVERHEAD each, counted in rm:{ns}:feedsz: an estimate, started
+  again when it is not a count). Trimming drops events from the head only,
+  so a cursor before the head is reported (CursorExpiredError), never
+  skipped, and works in slices: at most trim_slice_events events and
+  trim_slice_bytes bytes read per call. Writes trim for age each time the
+  sequence passes a multiple of trim_every (up to trim_every x
+  trim_per_write events), and for size whenever the feed is over its bound
+  (twice the events they append, plus trim_per_write), through the MINID
+  option of their last XADD: a writer needs no XTRIM. A caller that may not
+  read the feed (a worker) leaves trimming to the others.                 ]]
 
 local EVENT_OVERHEAD = 64
 
@@ -36,10 +38,12 @@ local function stored_count(key, what)
   return count
 end
 
--- Before the first write: the counter; w gains sequence and an empty list
--- of planned events.
+-- Before the first write: the counter and the feed's size; w gains
+-- sequence, stored_bytes and an empty list of planned events.
 local function prepare_feed(w)
   w.sequence = stored_count(w.seq, 'the feed sequence counter')
+  local size = redis.call('GET', w.feed_size)
+  w.stored_bytes = size and #size <= 16 and string.find(size, '^%d+$') and tonumber(size) or 0
   w.events = {}
 end
 
@@ -82,40 +86,6 @@ local function last_generated(feed_key)
   return nil
 end
 
--- Append the planned events: the first write of the call. Sets
--- w.first_seq and w.last_seq when it appended any.
-local function publish(w)
-  if #w.events == 0 then
-    return
-  end
-  local first = w.sequence + 1
-  local reply = redis.pcall('XADD', w.feed, int_string(first) .. '-0', unpack(w.events[1]))
-  if type(reply) == 'table' and reply.err then
-    local last = last_generated(w.feed)
-    if last and last >= first then -- the counter was lost: go on from the stream
-      first = last + 1
-      reply = redis.pcall('XADD', w.feed, int_string(first) .. '-0', unpack(w.events[1]))
-    end
-    if type(reply) == 'table' and reply.err then
-      fail('FEED_CORRUPT', 'cannot append to the feed ' .. show(w.feed) .. ': ' .. tostring(reply.err))
-    end
-  end
-  local added = event_bytes(w.events[1])
-  for i = 2, #w.events do
-    redis.call('XADD', w.feed, int_string(first + i - 1) .. '-0', unpack(w.events[i]))
-    added = added + event_bytes(w.events[i])
-  end
-  w.first_seq, w.last_seq = first, first + #w.events - 1
-  redis.call('SET', w.seq, int_string(w.last_seq))
-  -- the size is an estimate for trimming: one that is not a count starts again
-  local size = redis.pcall('INCRBY', w.feed_size, int_string(added))
-  if type(size) ~= 'number' or size < 0 then
-    size = added
-    redis.call('SET', w.feed_size, int_string(size))
-  end
-  w.feed_bytes = size
-end
-
 local function event_ts(fields)
   for i = 1, #fields - 1, 2 do
     if fields[i] == 'ts' then
@@ -125,72 +95,111 @@ local function event_ts(fields)
   return 0
 end
 
--- Drop events from the head while they are older than the retention or the
--- feed is over feed_max_bytes: at most max_events, reading at most
--- trim_slice_bytes. f = {feed, feed_size, feed_bytes, settings}. Returns
--- the number dropped and whether a budget stopped it (more may be due).
-local function trim_head(f, now, max_events)
+-- The stream id right after `id` (<ms>-<seq>).
+local function next_id(id)
+  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
+  return ms .. '-' .. int_string(tonumber(seq) + 1)
+end
+
+-- Which events to drop from the head (reads only): those older than the
+-- retention, or the oldest while the feed is over feed_max_bytes; at most
+-- max_events, reading at most trim_slice_bytes. f = {feed, feed_bytes,
+-- settings}. Returns the MINID threshold (nil: none to drop), the number
+-- of events and bytes it drops, and whether a budget stopped it.
+local function trim_plan(f, now, max_events)
   local cutoff = now - f.settings.feed_retention_ms
   local bound = f.settings.feed_max_bytes
-  local oldest = redis.call('XRANGE', f.feed, '-', '+', 'COUNT', 1)
-  if #oldest == 0 then
-    if f.feed_bytes ~= 0 then
-      f.feed_bytes = 0
-      redis.call('SET', f.feed_size, '0')
-    end
-    return 0, false
-  end
-  if event_ts(oldest[1][2]) >= cutoff and f.feed_bytes <= bound then
-    return 0, false
-  end
-  local dropped, read, stopped = 0, 0, false
+  local dropped, freed, stopped, threshold, start = 0, 0, false, nil, '-'
   while true do
     if dropped >= max_events then
       stopped = true
       break
     end
-    local batch = redis.call('XRANGE', f.feed, '-', '+', 'COUNT', math.min(64, max_events - dropped))
-    local count, freed, last_id = 0, 0, nil
+    local batch = redis.call('XRANGE', f.feed, start, '+', 'COUNT', math.min(64, max_events - dropped))
+    local count = 0
     for _, entry in ipairs(batch) do
       if event_ts(entry[2]) >= cutoff and f.feed_bytes - freed <= bound then
         break
       end
-      local size = event_bytes(entry[2])
-      count, freed, last_id = count + 1, freed + size, entry[1]
-      read = read + size
-      if read >= LIMITS.trim_slice_bytes then
+      count, dropped, freed = count + 1, dropped + 1, freed + event_bytes(entry[2])
+      threshold = next_id(entry[1])
+      if freed >= LIMITS.trim_slice_bytes then
         stopped = true
         break
       end
     end
-    if count > 0 then
-      local sequence = tonumber(string.match(last_id, '^(%d+)'))
-      redis.call('XTRIM', f.feed, 'MINID', int_string(sequence + 1) .. '-0')
-      dropped, f.feed_bytes = dropped + count, math.max(f.feed_bytes - freed, 0)
-    end
     if stopped or count < #batch or #batch == 0 then
       break
     end
+    start = threshold
   end
-  if dropped > 0 then
-    redis.call('SET', f.feed_size, int_string(f.feed_bytes))
-  end
-  return dropped, stopped
+  return threshold, dropped, math.min(freed, f.feed_bytes), stopped
 end
 
--- After a write call's events: trim for age each time the sequence passed a
--- multiple of trim_every, and for size when the feed is over its bound.
-local function trim_after_writes(w)
-  if not w.first_seq then
-    return
-  end
+-- The MINID threshold a write's last XADD carries (nil: no trim due) and
+-- the bytes it frees: for age each time the sequence passes a multiple of
+-- trim_every, for size while the feed is over its bound.
+local function write_trim(w)
   local every = LIMITS.trim_every
-  local crossed = math.floor(w.last_seq / every) - math.floor((w.first_seq - 1) / every)
+  local first, last = w.sequence + 1, w.sequence + #w.events
+  local crossed = math.floor(last / every) - math.floor((first - 1) / every)
   local budget = crossed * every * LIMITS.trim_per_write
   if w.feed_bytes > w.settings.feed_max_bytes then
     budget = budget + 2 * #w.events + LIMITS.trim_per_write
   end
-  if budget > 0 then
-    trim_head(w, w.now, budget)
+  if budget == 0 then
+    return nil, 0
   end
+  local ok, threshold, _, freed = pcall(trim_plan, w, w.now, budget)
+  if not ok then -- the caller may not read the feed (a worker)
+    return nil, 0
+  end
+  return threshold, freed
+end
+
+-- XADD one planned event with id <sequence>-0, trimming to `threshold`
+-- when given; an error is returned, not raised.
+local function append_event(w, sequence, fields, threshold)
+  local id = int_string(sequence) .. '-0'
+  if threshold then
+    return redis.pcall('XADD', w.feed, 'MINID', threshold, id, unpack(fields))
+  end
+  return redis.pcall('XADD', w.feed, id, unpack(fields))
+end
+
+-- Append the planned events: the first write of the call; the last XADD
+-- also trims the head when a trim is due. Sets w.first_seq and w.last_seq
+-- when it appended any.
+local function publish(w)
+  local count = #w.events
+  if count == 0 then
+    return
+  end
+  local added = 0
+  for i = 1, count do
+    added = added + event_bytes(w.events[i])
+  end
+  w.feed_bytes = w.stored_bytes + added
+  local threshold, freed = write_trim(w)
+  local first = w.sequence + 1
+  local reply = append_event(w, first, w.events[1], count == 1 and threshold or nil)
+  if type(reply) == 'table' and reply.err then
+    local last = last_generated(w.feed)
+    if last and last >= first then -- the counter was lost: go on from the stream
+      first = last + 1
+      reply = append_event(w, first, w.events[1], count == 1 and threshold or nil)
+    end
+    if type(reply) == 'table' and reply.err then
+      fail('FEED_CORRUPT', 'cannot append to the feed ' .. show(w.feed) .. ': ' .. tostring(reply.err))
+    end
+  end
+  for i = 2, count do
+    reply = append_event(w, first + i - 1, w.events[i], i == count and threshold or nil)
+    if type(reply) == 'table' and reply.err then
+      error(reply)
+    end
+  end
+  w.first_seq, w.last_seq = first, first + count - 1
+  redis.call('SET', w.seq, int_string(w.last_seq))
+  redis.call('SET', w.feed_size, int_string(math.max(w.feed_bytes - freed, 0)))
 end

@@ -14,7 +14,7 @@
   A write call: scope_writer (keys, settings), per item the reads and
   checks (current revision, plan_revision, check_expected), begin_writes
   (clock, feed counters), plan_event per change, then publish (the first
-  write), the entries, and finish_writes (pruning, trimming).            ]]
+  write, which also trims the feed), then the entries.                   ]]
 
 local PRUNE_PER_WRITE = 16
 
@@ -30,20 +30,21 @@ local function check_expected(name, expected, current)
   end
 end
 
--- w from the seven keys every scope write passes in this order, from
--- KEYS[first]: names zset, expiry zset, revisions hash, feed stream, feed
--- counter, feed size counter, config; with the namespace's write settings.
+-- w from the six keys every scope write passes in this order, from
+-- KEYS[first]: names zset, expiry zset, revisions hash, feed counter, feed
+-- size counter, principal key; with the feed stream and the namespace's
+-- write settings (built from the namespace, see lib/30_keys.lua).
 local function scope_writer(keys, first, c, kind, principal)
   local tag = kind_tag(kind)
   local w = {c = c, kind = kind, principal = principal,
              names = expect_key(keys, first, SCHEMA.names(c, tag)),
              expiry = expect_key(keys, first + 1, SCHEMA.expiry(c, tag)),
              revisions = expect_key(keys, first + 2, SCHEMA.revisions(c, tag)),
-             feed = expect_key(keys, first + 3, SCHEMA.feed(c)),
-             seq = expect_key(keys, first + 4, SCHEMA.sequence(c)),
-             feed_size = expect_key(keys, first + 5, SCHEMA.feed_size(c)),
-             config = expect_key(keys, first + 6, SCHEMA.config(c))}
-  w.settings = write_settings(w.config)
+             seq = expect_key(keys, first + 3, SCHEMA.sequence(c)),
+             feed_size = expect_key(keys, first + 4, SCHEMA.feed_size(c)),
+             feed = SCHEMA.feed(c)}
+  expect_key(keys, first + 5, SCHEMA.principal(c, principal))
+  w.settings = write_settings(SCHEMA.config(c))
   return w
 end
 
@@ -83,10 +84,6 @@ local function start_writing(w)
     redis.call('ZREM', w.names, unpack(expired))
     redis.call('ZREM', w.expiry, unpack(expired))
   end
-end
-
-local function finish_writes(w)
-  trim_after_writes(w)
 end
 
 -- Give an entry its expiry (absolute ms; nil = none) and list its name.
@@ -180,6 +177,5 @@ local function remove_entry(w, item_key, name, expected, removed)
   redis.call('DEL', item_key)
   redis.call('ZREM', w.names, name)
   redis.call('ZREM', w.expiry, name)
-  finish_writes(w)
   return 1
 end

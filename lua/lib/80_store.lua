@@ -195,16 +195,16 @@ local function checked_events(args, first, thread)
 end
 
 -- The common start of the thread write functions: arguments checked, keys
--- KEYS[1..5] (events, times, ids, threads registry, config) checked, the
--- call's size checked, events parsed.
+-- KEYS[1..4] (events, times, ids, threads registry) checked, the call's
+-- size checked against the namespace's settings, events parsed.
 local function thread_write(keys, args)
   count_args(args, 2, 'namespace, thread id, then events')
   local c = {ns = check_id('namespace', args[1])}
   local thread = check_id('thread id', args[2])
-  expect_keys(keys, 5)
+  expect_keys(keys, 4)
   local t = thread_keys(keys, c, thread)
   t.threads = expect_key(keys, 4, SCHEMA.threads(c))
   t.thread = thread
-  check_request(keys, args, write_settings(expect_key(keys, 5, SCHEMA.config(c))).max_call_bytes)
+  check_request(keys, args, write_settings(SCHEMA.config(c)).max_call_bytes)
   return t, checked_events(args, 3, thread)
 end
