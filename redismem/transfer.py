@@ -571,7 +571,8 @@ class _Writer:
         ns = self.mem.namespace
         for row in self.rows:
             raised = await self.mem._conn.functions.raise_revisions(
-                [K.revisions(ns, kind, scope, sid), K.config(ns)], ns, scope, sid, kind, row.args[0])
+                [K.revisions(ns, kind, scope, sid), K.config(ns)], ns, scope, sid, kind,
+                row.args[0])
             self.summary.count("revisions", raised, len(row.args[0]) - raised)
 
     async def _event(self, thread: str) -> None:

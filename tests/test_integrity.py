@@ -141,8 +141,9 @@ async def test_a_feed_size_that_is_not_a_count_starts_again(mem: redismem.Memory
 
 async def raise_revision(mem: redismem.Memory, key: str, revision: int) -> None:
     ns = mem.namespace
-    await mem._conn.functions.raise_revisions([K.revisions(ns, "value", "session", "s"), K.config(ns)], ns,
-                                              "session", "s", "value", [(key, revision)])
+    keys = [K.revisions(ns, "value", "session", "s"), K.config(ns)]
+    await mem._conn.functions.raise_revisions(keys, ns, "session", "s", "value",
+                                              [(key, revision)])
 
 
 async def test_a_key_at_the_largest_revision_refuses_to_change(mem: redismem.Memory) -> None:
