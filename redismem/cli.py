@@ -20,8 +20,9 @@ import click
 import redis
 
 from . import keys as K
-from . import server, stats, transfer
+from . import server, stats, transfer, users
 from ._validate import check_id
+from .acl import NAMESPACE_ROLES, ROLES, Role
 from .errors import RedisMemError
 from .functions import Functions, bundled, server_library, server_version
 from .memory import (
@@ -225,6 +226,8 @@ def _status_text(data: dict[str, Any]) -> str:
                   f"  memory: {n['keys']} keys, {used}"]
         lines += [f"  index {name}: {i['docs']} docs, {i['vector_mb']} MB vectors, "
                   f"{i['index_mb']} MB other" for name, i in n["indexes"].items()]
+        if "users" in n:
+            lines.append(f"  reached by: {', '.join(n['users']) or 'no user'}")
     return "\n".join(lines)
 
 
@@ -258,10 +261,14 @@ def status(url: str | None, namespace: str | None, as_json: bool) -> None:
                     figures = {"namespace": ns, "error": f"{type(exc).__name__}: {exc}"}
                 found.append(figures)
             policy = await eviction_policy(client) if caps.backend == "redis" else None
-            users = await _acl_users(client) if caps.backend == "redis" else None
+            acl_users = await _acl_users(client) if caps.backend == "redis" else None
+            if acl_users is not None:
+                listed = await users.list_users(client)
+                for figures in found:
+                    figures["users"] = users.reaching(listed, figures["namespace"])
             return {"url": resolved, "backend": caps.backend,
                     "server_version": caps.server_version, "maxmemory_policy": policy,
-                    "acl_users": users,
+                    "acl_users": acl_users,
                     "modules": {"search": caps.search, "json": caps.json},
                     "library_version": loaded, "bundled_library_version": bundled().version,
                     "library_digest": None if library is None else library.digest,
@@ -271,6 +278,180 @@ def status(url: str | None, namespace: str | None, as_json: bool) -> None:
             await client.aclose()
 
     _emit(_run(run()), as_json, _status_text)
+
+
+def _admin_client(url: str | None) -> Any:
+    """An async context for a raw client of the server (for operator commands)."""
+
+    @contextlib.asynccontextmanager
+    async def opened() -> Any:
+        client = await open_client(await resolve_url(url))
+        try:
+            yield client
+        finally:
+            await client.aclose()
+
+    return opened()
+
+
+@main.group("users")
+def users_group() -> None:
+    """Credentials: ACL users with a role in one namespace (reader, writer,
+    admin, worker) or server-wide (operator). Needs an operator (or the
+    default user)."""
+
+
+def _password_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--password-file", type=click.Path(dir_okay=False, exists=True),
+                        default=None,
+                        help="Read the password from this file's first line (default: "
+                             "generate one and print it once).")(fn)
+
+
+def _read_password(path: str | None) -> str | None:
+    return None if path is None else users.read_password(Path(path).read_text())
+
+
+def _credential_text(data: dict[str, Any]) -> str:
+    where = f" in namespace {data['namespace']}" if data["namespace"] else " (server-wide)"
+    lines = [f"user {data['user']}: {data['role']}{where}"]
+    if data["sessions"] or data["workflows"]:
+        lines.append("  grants: " + ", ".join([*(f"session:{s}" for s in data["sessions"]),
+                                                *(f"workflow:{w}" for w in data["workflows"])]))
+    if "password" in data:
+        lines.append(f"  password (shown once): {data['password']}")
+    return "\n".join(lines)
+
+
+@users_group.command("add")
+@url_option
+@click.argument("name")
+@click.option("--role", type=click.Choice(ROLES), required=True, help="The role.")
+@click.option("--namespace", "-n", default=None,
+              help=f"The namespace (every role but operator: {', '.join(NAMESPACE_ROLES)}).")
+@click.option("--session", "sessions", multiple=True,
+              help="A session id the worker may read and write (repeatable).")
+@click.option("--workflow", "workflows", multiple=True,
+              help="A workflow root id the worker may read and write (repeatable).")
+@_password_option
+@json_option
+def users_add(url: str | None, name: str, role: str, namespace: str | None,
+              sessions: tuple[str, ...], workflows: tuple[str, ...],
+              password_file: str | None, as_json: bool) -> None:
+    """Create ACL user NAME with a role; --json prints its exact ACL rules."""
+    try:
+        spec = Role(role, namespace, tuple(sessions), tuple(workflows))
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+
+    async def run() -> dict[str, Any]:
+        async with _admin_client(url) as client:
+            made = await users.add_user(client, name, spec,
+                                        password=_read_password(password_file))
+            return made.public()
+
+    _emit(_run(run()), as_json, _credential_text)
+
+
+@users_group.command("list")
+@url_option
+@json_option
+def users_list(url: str | None, as_json: bool) -> None:
+    """Every ACL user with its role and rules."""
+
+    async def run() -> list[dict[str, Any]]:
+        async with _admin_client(url) as client:
+            return await users.list_users(client)
+
+    def text(found: list[dict[str, Any]]) -> str:
+        return "\n".join(
+            f"{u['user']}: {u['role'] or 'not made by redismem'}"
+            + (f" in {u['namespace']}" if u["namespace"] else "")
+            + f"  [{' '.join(u['rules'])}]" for u in found)
+
+    _emit(_run(run()), as_json, text)
+
+
+@users_group.command("remove")
+@url_option
+@click.argument("name")
+@json_option
+def users_remove(url: str | None, name: str, as_json: bool) -> None:
+    """Delete ACL user NAME (the server closes its connections)."""
+
+    async def run() -> dict[str, Any]:
+        async with _admin_client(url) as client:
+            return {"user": name, "removed": await users.remove_user(client, name)}
+
+    _emit(_run(run()), as_json,
+          lambda d: f"removed {d['user']}" if d["removed"] else f"no user {d['user']}")
+
+
+@users_group.command("rotate-password")
+@url_option
+@click.argument("name")
+@_password_option
+@json_option
+def users_rotate(url: str | None, name: str, password_file: str | None, as_json: bool) -> None:
+    """Give NAME a new password; the old one stops working at once."""
+
+    async def run() -> dict[str, Any]:
+        async with _admin_client(url) as client:
+            new = await users.rotate_password(client, name,
+                                              password=_read_password(password_file))
+            return {"user": name, **({"password": new} if new else {})}
+
+    _emit(_run(run()), as_json,
+          lambda d: f"new password for {d['user']}"
+          + (f" (shown once): {d['password']}" if "password" in d else " set"))
+
+
+@main.command("audit")
+@url_option
+@namespace_option
+@json_option
+def audit_cmd(url: str | None, namespace: str, as_json: bool) -> None:
+    """List the entries of a namespace that the library did not write (raw
+    commands): values that are not strict JSON, malformed vectors, forged
+    feed entries, bad thread events. Exit code 1 when there are any."""
+    from .audit import audit
+
+    async def run() -> list[dict[str, str]]:
+        async with await connect(url, namespace=namespace) as mem:
+            return [{"key": f.key, "problem": f.problem} async for f in audit(mem)]
+
+    found = _run(run())
+    _emit(found, as_json, lambda d: "\n".join(f"{f['key']}: {f['problem']}" for f in d)
+          or f"namespace {namespace}: every entry was written by redismem")
+    if found:
+        sys.exit(1)
+
+
+@main.command("index")
+@url_option
+@namespace_option
+@click.option("--dim", "dims", type=int, multiple=True,
+              help="Create the vector index of this dimension (repeatable).")
+@json_option
+def index_cmd(url: str | None, namespace: str, dims: tuple[int, ...], as_json: bool) -> None:
+    """Create a namespace's search indexes: the long-term memory text index
+    and the vector index of each --dim. Needs FT.CREATE, which only an
+    operator holds (an index can cover any namespace's keys)."""
+    from . import vectors as V
+
+    async def run() -> dict[str, Any]:
+        async with RedisMemoryStore(url, namespace=namespace) as store:
+            await store.setup()
+            mem = store.memory
+            if not mem.capabilities.search:
+                raise click.ClickException("the server has no search module: no indexes")
+            await store._ensure_text_index()
+            await V.ensure_scope_indexes(mem._conn, dims)
+            return {"namespace": namespace, "text_index": K.memory_text_index(namespace),
+                    "vector_indexes": [K.vector_index(namespace, d) for d in sorted(set(dims))]}
+
+    _emit(_run(run()), as_json,
+          lambda d: "indexes ready: " + ", ".join([d["text_index"], *d["vector_indexes"]]))
 
 
 @main.command("load-functions")

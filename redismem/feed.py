@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import inspect
-import json
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -14,10 +13,11 @@ from typing import Any, cast
 
 from redis.asyncio import Redis
 
+from . import _json, limits
 from . import keys as K
-from . import limits
 from ._validate import limit_arg
 from .errors import CursorExpiredError, InvalidArgumentError
+from .functions import acl_refusals
 from .types import ChangePage, MemoryChangeEvent
 
 Stop = asyncio.Event | Callable[[], bool] | None
@@ -63,7 +63,30 @@ def cursor_arg(after: object) -> int:
 
 
 def parse_event(entry_id: bytes, fields: dict[bytes, bytes]) -> MemoryChangeEvent:
-    """The event of one feed entry."""
+    """The event of one feed entry; one the library did not write comes back
+    with ``error`` saying why, never as an exception."""
+    try:
+        return _library_event(entry_id, fields)
+    except (KeyError, ValueError, OverflowError) as exc:
+        return _foreign_event(entry_id, fields, exc)
+
+
+def _text(fields: dict[bytes, bytes], name: bytes) -> str:
+    return fields.get(name, b"").decode("utf-8", errors="replace")
+
+
+def _foreign_event(entry_id: bytes, fields: dict[bytes, bytes],
+                   exc: Exception) -> MemoryChangeEvent:
+    what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+    return MemoryChangeEvent(
+        sequence=int(entry_id.split(b"-", 1)[0]), scope=_text(fields, b"scope"),
+        scope_id=_text(fields, b"sid"), key=_text(fields, b"key"),
+        kind=_text(fields, b"kind"), action=_text(fields, b"action"), revision=0,
+        principal=_text(fields, b"by"), created_at=datetime.fromtimestamp(0, tz=UTC),
+        error=f"feed entry {entry_id.decode()} was not written by redismem: {what}")
+
+
+def _library_event(entry_id: bytes, fields: dict[bytes, bytes]) -> MemoryChangeEvent:
     raw = fields.get(b"value")
     return MemoryChangeEvent(
         sequence=int(entry_id.split(b"-", 1)[0]),
@@ -75,7 +98,7 @@ def parse_event(entry_id: bytes, fields: dict[bytes, bytes]) -> MemoryChangeEven
         revision=int(fields[b"rev"]),
         principal=fields[b"by"].decode(),
         created_at=datetime.fromtimestamp(int(fields[b"ts"]) / 1000, tz=UTC),
-        value=json.loads(raw) if raw is not None else None,
+        value=_json.loads(raw) if raw is not None else None,
         value_omitted=fields.get(b"omitted") == b"1",
     )
 
@@ -91,7 +114,17 @@ async def oldest_sequence(client: Redis, ns: str) -> int:
 
 async def read_page(client: Redis, ns: str, after: int, limit: int | None,
                     wanted: EventFilter) -> ChangePage:
-    """Events matching ``wanted`` after sequence ``after``, ascending."""
+    """Events matching ``wanted`` after sequence ``after``, ascending.
+
+    Raises:
+        PermissionDeniedError: this credential may not read the feed (a worker).
+    """
+    with acl_refusals():
+        return await _read_page(client, ns, after, limit, wanted)
+
+
+async def _read_page(client: Redis, ns: str, after: int, limit: int | None,
+                     wanted: EventFilter) -> ChangePage:
     after = cursor_arg(after)
     limit = int(limit_arg(limit) or limits.DEFAULT_PAGE_LIMIT)
     oldest = await oldest_sequence(client, ns)
@@ -121,7 +154,15 @@ async def watch(client: Redis, ns: str, wanted: EventFilter, after: int | None, 
 
     Raises:
         CursorExpiredError: events after ``after`` were trimmed by retention.
+        PermissionDeniedError: this credential may not read the feed (a worker).
     """
+    with acl_refusals():
+        async for event in _watch(client, ns, wanted, after, interval, stop):
+            yield event
+
+
+async def _watch(client: Redis, ns: str, wanted: EventFilter, after: int | None,
+                 interval: float, stop: Stop) -> AsyncIterator[MemoryChangeEvent]:
     if isinstance(interval, bool) or not isinstance(interval, int | float) or not (
         0.001 <= interval <= 3600
     ):
@@ -142,8 +183,12 @@ async def watch(client: Redis, ns: str, wanted: EventFilter, after: int | None, 
         for _stream, entries in reply or ():
             for entry_id, fields in entries:
                 event = parse_event(entry_id, fields)
-                if event.sequence != last + 1:  # sequences have no gaps: these were trimmed
-                    raise _expired(last, event.sequence)
+                if event.sequence != last + 1:
+                    # the sequence has no gaps: events were trimmed, unless a raw
+                    # XADD skipped ahead (then the oldest is still before it)
+                    oldest = await oldest_sequence(client, ns)
+                    if last + 1 < oldest:
+                        raise _expired(last, oldest)
                 last = event.sequence
                 if wanted(event):
                     yield event

@@ -8,9 +8,10 @@ that order (files in name order) into one ``#!lua name=redismem`` library.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -169,6 +170,12 @@ async def ensure_library(client: Redis, *, force: bool = False) -> LoadResult:
         )
     try:
         await cast(Awaitable[Any], client.function_load(source.code, replace=previous is not None))
+    except NoPermissionError:
+        have = "no redismem library" if previous is None else f"library version {previous}"
+        raise PermissionDeniedError(
+            f"the server has {have} and this credential may not load version "
+            f"{source.version} (FUNCTION LOAD): an operator must run "
+            "`redismem load-functions`") from None
     except ResponseError as exc:
         if "already exists" not in str(exc):
             raise
@@ -184,6 +191,18 @@ def _mapped_error(exc: ResponseError, key: str | None = None) -> RedisMemError |
 
 
 _ACL_REFUSALS = ("NOPERM", "No permissions", "ACL failure")
+
+
+@contextlib.contextmanager
+def acl_refusals() -> Iterator[None]:
+    """Raise PermissionDeniedError for an ACL refusal of a direct command."""
+    try:
+        yield
+    except ResponseError as exc:
+        refused = denied(exc)
+        if refused is None:
+            raise
+        raise refused from None
 
 
 def denied(exc: ResponseError) -> PermissionDeniedError | None:

@@ -15,6 +15,11 @@ Kind = Literal["value", "vector"]
 _KIND_TAG: dict[str, str] = {"value": "val", "vector": "vec"}
 
 
+def kind_tag(kind: Kind) -> str:
+    """``val`` or ``vec``: how key names spell a kind."""
+    return _KIND_TAG[kind]
+
+
 def base(ns: str) -> str:
     """The prefix shared by every key of namespace ``ns``."""
     return f"rm:{{{ns}}}:"
@@ -98,6 +103,23 @@ def config(ns: str) -> str:
     return f"{base(ns)}cfg"
 
 
+def scopes(ns: str) -> str:
+    """Zset (score 0) of ``<val|vec>:<scope>:<sid>`` of every scope written:
+    what an export reads where SCAN is not permitted."""
+    return f"{base(ns)}scopes"
+
+
+def scope_entry(member: str) -> tuple[str, str, str]:
+    """(kind tag, scope, scope id) of a member of :func:`scopes`."""
+    tag, scope, sid = member.split(":", 2)
+    return tag, scope, sid
+
+
+def memory_users(ns: str) -> str:
+    """Zset (score 0) of the users that have long-term memories."""
+    return f"{base(ns)}ltmusers"
+
+
 def sessions(ns: str) -> str:
     """Zset of created session ids, scored by creation time in ms."""
     return f"{base(ns)}sessions"
@@ -160,14 +182,14 @@ def memory_vector_index(ns: str, dim: int) -> str:
 _GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
 
 
-def _glob(text: str) -> str:
+def glob_escape(text: str) -> str:
     """``text`` with SCAN/KEYS glob characters escaped."""
     return _GLOB_SPECIAL.sub(r"\\\1", text)
 
 
 def pattern(ns: str) -> str:
     """A SCAN pattern matching every key of namespace ``ns``."""
-    return f"{_glob(base(ns))}*"
+    return f"{glob_escape(base(ns))}*"
 
 
 ALL_NAMESPACES = "rm:{*}:*"
@@ -185,12 +207,12 @@ _NAMESPACE = re.compile(r"rm:\{([^{}]*)\}:")
 
 def names_pattern(ns: str, kind: Kind) -> str:
     """A SCAN pattern matching the name zsets of every scope of ``ns``."""
-    return f"{_glob(base(ns))}keys:{_KIND_TAG[kind]}:*"
+    return f"{glob_escape(base(ns))}keys:{_KIND_TAG[kind]}:*"
 
 
 def revisions_pattern(ns: str, kind: Kind) -> str:
     """A SCAN pattern matching the revision hashes of every scope of ``ns``."""
-    return f"{_glob(base(ns))}rev:{_KIND_TAG[kind]}:*"
+    return f"{glob_escape(base(ns))}rev:{_KIND_TAG[kind]}:*"
 
 
 def scope_of(ns: str, key: str) -> tuple[str, str]:
@@ -202,7 +224,7 @@ def scope_of(ns: str, key: str) -> tuple[str, str]:
 
 def memories_pattern(ns: str) -> str:
     """A SCAN pattern matching every user's memory zset in ``ns``."""
-    return f"{_glob(base(ns))}ltmz:*"
+    return f"{glob_escape(base(ns))}ltmz:*"
 
 
 def user_of(ns: str, key: str) -> str:

@@ -21,7 +21,7 @@ from . import _validate as check
 from . import feed, limits, server
 from . import keys as K
 from ._connection import Connection
-from .errors import EvictionPolicyError, InvalidArgumentError
+from .errors import EvictionPolicyError, InvalidArgumentError, PermissionDeniedError
 from .functions import Functions, ensure_library
 from .scope import MemoryScope
 from .types import Capabilities, ChangePage, MemoryChangeEvent, MemoryValue
@@ -362,9 +362,10 @@ async def detect_capabilities(client: Redis, backend: str, library_version: int)
     else:
         info = await client.info("server")
         version = str(info.get("redis_version", ""))
-        for module in await cast(Awaitable[list[dict[bytes, Any]]], client.module_list()):
-            name = module.get(b"name", b"")
-            modules.add(name.decode().lower() if isinstance(name, bytes) else str(name).lower())
+        # INFO, not MODULE LIST: no role but the server's own admin holds MODULE
+        listed = (await client.info("modules")).get("modules", [])
+        for module in listed if isinstance(listed, list) else []:
+            modules.add(str(module.get("name", "")).lower())
     return Capabilities(
         backend="memory" if backend == "memory" else "redis",
         server_version=version,
@@ -385,6 +386,25 @@ async def eviction_policy(client: Redis) -> str | None:
     return None if policy is None else str(policy)
 
 
+async def authenticated_user(client: Redis) -> str:
+    """The ACL user this connection is authenticated as (CLIENT INFO)."""
+    info = await client.client_info()
+    return str(info.get("user", "default"))
+
+
+async def _authenticated_principal(client: Redis, wanted: str, *, explicit: bool) -> str:
+    """The principal writes are recorded under: the ACL user's name, unless
+    the connection is the ``default`` user (access control off)."""
+    user = await authenticated_user(client)
+    if user == "default":
+        return wanted
+    if explicit and wanted != user:
+        raise PermissionDeniedError(
+            f"this connection is authenticated as ACL user {user!r}, so it writes as "
+            f"{user!r}, not as principal {wanted!r} (the server's ACL refuses any other)")
+    return check.check_id("principal", user)
+
+
 def _allow_eviction(allow: bool | None) -> bool:
     if allow is not None:
         return allow
@@ -400,6 +420,9 @@ async def connect(url: str | None = None, *, namespace: str = "default",
             ``REDISMEM_URL``, else the embedded server (started if needed).
         namespace: the namespace to work in.
         principal: who writes; default ``REDISMEM_PRINCIPAL`` or ``user@host``.
+            A connection authenticated as an ACL user other than ``default``
+            writes as that user: its name is the principal (the server's ACL
+            lets it name no other), and a different ``principal`` is refused.
         allow_eviction: connect even when the server's ``maxmemory-policy``
             may evict keys (anything but ``noeviction``), which silently
             drops memory, revisions and feed events; default
@@ -407,6 +430,7 @@ async def connect(url: str | None = None, *, namespace: str = "default",
 
     Raises:
         InvalidIdError: the namespace or principal is not a valid id.
+        PermissionDeniedError: ``principal`` is not the authenticated ACL user.
         EvictionPolicyError: the server may evict keys (see ``allow_eviction``).
         LibraryVersionError: the server holds a newer Lua library.
         ServerNotFoundError: no URL and no embedded server binary.
@@ -425,6 +449,8 @@ async def connect(url: str | None = None, *, namespace: str = "default",
                     "keys, silently dropping values, revisions and change events. Set "
                     "maxmemory-policy noeviction (CONFIG SET and redis.conf), or connect with "
                     "allow_eviction=True (REDISMEM_ALLOW_EVICTION=1) if you accept that")
+        if backend == "redis":
+            who = await _authenticated_principal(client, who, explicit=principal is not None)
         loaded = await ensure_library(client)
         capabilities = await detect_capabilities(client, backend, loaded.version)
         connection = Connection(client, Functions(client), namespace, who,

@@ -11,13 +11,14 @@ from typing import Any
 
 import numpy as np
 
+from . import _json, feed, limits
 from . import _validate as check
-from . import feed, limits
 from . import keys as K
 from . import vectors as V
 from ._connection import Connection
 from .errors import (
     ConflictError,
+    CorruptEntryError,
     InvalidArgumentError,
     InvalidVectorError,
     RequestTooLargeError,
@@ -42,7 +43,28 @@ _BACKOFF_CAP = 0.1
 def _read(raw: bytes | None, revision: int) -> MemoryValue:
     if raw is None:
         return MemoryValue(None, 0, False)
-    return MemoryValue(json.loads(raw), revision, True)
+    problem = entry_problem(raw, revision)
+    if problem is not None:
+        return MemoryValue(None, revision, True, problem)
+    return MemoryValue(_json.loads(raw), revision, True)
+
+
+def entry_problem(raw: bytes, revision: int) -> str | None:
+    """Why a stored value was not written by the library, or None."""
+    if revision < 1:
+        return "it has no revision"
+    try:
+        _json.loads(raw)
+    except ValueError as exc:
+        return f"its value is not strict JSON: {exc}"
+    return None
+
+
+def _checked(key: str, value: MemoryValue) -> MemoryValue:
+    if value.error is not None:
+        raise CorruptEntryError(f"key {key!r} was not written by redismem: {value.error} "
+                                "(`redismem audit` lists such entries)", key=key)
+    return value
 
 
 class MemoryScope:
@@ -78,10 +100,11 @@ class MemoryScope:
 
         Raises:
             InvalidKeyError: the key is empty, too long or has control characters.
+            CorruptEntryError: the stored entry was not written by the library.
         """
         [(raw, revision)] = await self._conn.functions.get_values(
             [self._value_key(check.check_key(key))])
-        return _read(raw, revision)
+        return _checked(key, _read(raw, revision))
 
     async def get_many(self, keys: Iterable[str]) -> dict[str, MemoryValue]:
         """Read several keys in one call; the result has one entry per distinct key.

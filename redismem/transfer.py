@@ -47,10 +47,11 @@ from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
+from redis.exceptions import NoPermissionError
 
+from . import _json, limits
 from . import _validate as check
 from . import keys as K
-from . import limits
 from . import vectors as V
 from .errors import InvalidExportError, RedisMemError
 from .functions import request_bytes
@@ -103,21 +104,36 @@ class Survey:
     total: int
 
 
+async def _scan_if_permitted(client: Any, pattern: str) -> list[str]:
+    """SCAN for ``pattern``; nothing when this credential may not SCAN (every
+    role but operator: SCAN would show other namespaces' key names). Then
+    the namespace's registries alone say what there is (they hold every
+    scope and user written since library version 18)."""
+    try:
+        return await scan_keys(client, pattern)
+    except NoPermissionError:
+        return []
+
+
 async def survey(mem: Memory) -> Survey:
     """Find what there is to export in ``mem``'s namespace."""
     client, ns = _redis(mem), mem.namespace
+    registered = [K.scope_entry(m.decode()) for m in await client.zrange(K.scopes(ns), 0, -1)]
     scopes: dict[str, list[tuple[str, str]]] = {}
     total = 3  # header, settings, sessions (a rough count is enough for progress)
     for kind in KINDS:
-        keys = (await scan_keys(client, K.names_pattern(ns, kind))
-                + await scan_keys(client, K.revisions_pattern(ns, kind)))
-        scopes[kind] = sorted({K.scope_of(ns, key) for key in keys})
+        found = {(scope, sid) for tag, scope, sid in registered if tag == K.kind_tag(kind)}
+        keys = (await _scan_if_permitted(client, K.names_pattern(ns, kind))
+                + await _scan_if_permitted(client, K.revisions_pattern(ns, kind)))
+        scopes[kind] = sorted(found | {K.scope_of(ns, key) for key in keys})
         for scope, sid in scopes[kind]:
             total += int(await client.zcard(K.names(ns, kind, scope, sid)))
     threads = [t.decode() for t in await client.zrange(K.threads(ns), 0, -1)]
     for thread in threads:
         total += int(await client.xlen(K.thread_events(ns, thread)))
-    users = [K.user_of(ns, key) for key in await scan_keys(client, K.memories_pattern(ns))]
+    users = sorted({u.decode() for u in await client.zrange(K.memory_users(ns), 0, -1)}
+                   | {K.user_of(ns, key)
+                      for key in await _scan_if_permitted(client, K.memories_pattern(ns))})
     for user in users:
         total += int(await client.zcard(K.memories(ns, user)))
     return Survey(scopes, threads, users, total)
@@ -152,15 +168,18 @@ async def _entries(mem: Memory, kind: K.Kind, scope: str, sid: str,
             if got[0] is None:
                 continue  # expired or deleted since it was listed
             *content, rev, ts, by = got
-            record: dict[str, Any] = {
-                "type": kind, "scope": scope, "scope_id": sid, "key": name,
-                "revision": int(rev), "ts": int(ts), "by": by.decode(),
-                "expires_at": int(expires) if int(expires) > 0 else None}
-            if kind == "value":
-                record["value"] = json.loads(content[0])
-            else:
-                record["embedding"] = _floats(content[0])
-                record["metadata"] = json.loads(content[1])
+            try:
+                record: dict[str, Any] = {
+                    "type": kind, "scope": scope, "scope_id": sid, "key": name,
+                    "revision": int(rev), "ts": int(ts), "by": check.check_id("by", by.decode()),
+                    "expires_at": int(expires) if int(expires) > 0 else None}
+                if kind == "value":
+                    record["value"] = _json.loads(content[0])
+                else:
+                    record["embedding"] = _floats(content[0])
+                    record["metadata"] = _json.loads(content[1])
+            except (TypeError, ValueError, AttributeError):
+                continue  # not written by the library: `redismem audit` reports it
             live[name] = int(rev)
             yield record
 

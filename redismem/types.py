@@ -12,11 +12,15 @@ KeyKind = Literal["value", "vector"]
 
 @dataclass(frozen=True)
 class MemoryValue:
-    """A read: ``value`` (None when absent), ``revision`` (0 when absent), ``found``."""
+    """A read: ``value`` (None when absent), ``revision`` (0 when absent),
+    ``found``; ``error`` says why an entry the library did not write (raw
+    commands) cannot be read, in ``get_many`` (``get`` raises
+    ``CorruptEntryError``)."""
 
     value: Any
     revision: int
     found: bool
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,9 @@ class MemoryChangeEvent:
         created_at: server time of the change, UTC.
         value: the new value, for a value set whose JSON is at most 65,536 bytes.
         value_omitted: True when the value was larger and must be reread.
+        error: why the entry is not a change event the library wrote (a raw
+            XADD by a credential holding it), else None; its other fields
+            hold what could be read.
     """
 
     sequence: int
@@ -78,6 +85,7 @@ class MemoryChangeEvent:
     created_at: datetime
     value: Any = None
     value_omitted: bool = False
+    error: str | None = None
 
 
 @dataclass(frozen=True)

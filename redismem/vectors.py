@@ -10,20 +10,25 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from redis.asyncio import Redis
-from redis.exceptions import ResponseError
+from redis.exceptions import NoPermissionError, ResponseError
 
 from . import _json, limits
 from . import keys as K
 from ._connection import Connection
-from .errors import InvalidArgumentError, InvalidMetadataError, InvalidVectorError
+from .errors import (
+    InvalidArgumentError,
+    InvalidMetadataError,
+    InvalidVectorError,
+    PermissionDeniedError,
+)
 from .types import VectorMatch
 
 Scalar = str | int | float | bool
@@ -204,9 +209,29 @@ async def ensure_index(client: Redis, spec: IndexSpec, params: IndexParams) -> s
         "emb", "VECTOR", *algorithm, "TYPE", "FLOAT32", "DIM", spec.dim,
         "DISTANCE_METRIC", "COSINE", *tuning,
     ]
-    if not await create_index(client, args):
+    try:
+        created = await create_index(client, args)
+    except PermissionDeniedError as exc:
+        return await _existing_algorithm(client, spec, params, exc)
+    if not created:
         return _algorithm(await index_info(client, spec.name))
     return params.algorithm
+
+
+async def _existing_algorithm(client: Redis, spec: IndexSpec, params: IndexParams,
+                              refused: PermissionDeniedError) -> str:
+    """For a credential that may not create indexes (FT.CREATE can index any
+    namespace's keys, so only an operator holds it): the algorithm of the
+    index an operator created; the configured one when this credential may
+    not even look (a worker, which cannot search either)."""
+    try:
+        return _algorithm(await index_info(client, spec.name))
+    except NoPermissionError:
+        return params.algorithm
+    except ResponseError as exc:
+        if "no such index" not in str(exc).lower() and "unknown index" not in str(exc).lower():
+            raise
+    raise refused
 
 
 async def cached_index(conn: Connection, spec: IndexSpec) -> str:
@@ -235,6 +260,14 @@ async def create_index(client: Redis, args: Sequence[Any]) -> bool:
     it, wait (up to a minute) until it has indexed the keys already there."""
     try:
         await client.execute_command(*args)  # type: ignore[no-untyped-call]
+    except NoPermissionError:
+        name = str(args[1])
+        found = re.search(r":(\d+)$", name)
+        dim = f" --dim {found[1]}" if found else ""
+        raise PermissionDeniedError(
+            f"there is no index {name} yet, and this credential may not create one "
+            "(FT.CREATE can index any namespace's keys, so only an operator may): run "
+            f"`redismem index --namespace {K.namespace_of(name)}{dim}`") from None
     except ResponseError as exc:
         if "already exists" not in str(exc).lower():
             raise
@@ -318,8 +351,15 @@ async def search_index(client: Redis, ns: str, scope: str, sid: str, query: byte
     prefix = len(K.vector(ns, scope, sid, ""))
     rows = await knn(client, K.vector_index(ns, dim), clauses, query, top_k, algorithm,
                      ef_runtime, ("meta", "rev"))
-    return [VectorMatch(key=doc_id[prefix:], score=score, metadata=json.loads(fields[b"meta"]),
-                        revision=int(fields[b"rev"])) for doc_id, fields, score in rows]
+    matches = []
+    for doc_id, fields, score in rows:
+        try:
+            metadata, revision = _json.loads(fields[b"meta"]), int(fields[b"rev"])
+        except (KeyError, ValueError):
+            continue  # not written by the library: `redismem audit` reports it
+        matches.append(VectorMatch(key=doc_id[prefix:], score=score, metadata=metadata,
+                                   revision=revision))
+    return matches
 
 
 def search_rows(reply: Any) -> list[tuple[bytes, dict[bytes, bytes]]]:

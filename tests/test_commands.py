@@ -15,6 +15,7 @@ import click
 import pytest
 
 import redismem
+from redismem import keys as K
 from redismem.cli import main
 
 from .test_cli import run_script
@@ -103,6 +104,20 @@ def cases(ns: str, tmp: Path) -> dict[tuple[str, ...], tuple[list[str], Callable
                           lambda out: [m["id"] for m in json.loads(out)] == ["m1", "m0"]),
         ("ltm", "search"): ([*n, "--user", "u1", "generators", "--json"],
                             lambda out: [m["id"] for m in json.loads(out)] == ["m0"]),
+        ("audit",): ([*n, "--json"], lambda out: json.loads(out) == []),
+        ("index",): ([*n, "--dim", "3", "--json"],
+                     lambda out: json.loads(out)["vector_indexes"] == [K.vector_index(ns, 3)]),
+        ("users", "add"): (["cliuser", "--role", "reader", *n, "--json"],
+                           lambda out: json.loads(out)["role"] == "reader"
+                           and f"%R~rm:{{{ns}}}:*" in json.loads(out)["rules"]
+                           and len(json.loads(out)["password"]) >= 32),
+        ("users", "list"): (["--json"], lambda out: [u["role"] for u in json.loads(out)
+                                                     if u["user"] == "cliuser"] == ["reader"]),
+        ("users", "rotate-password"): (["cliuser", "--json"],
+                                       lambda out: len(json.loads(out)["password"]) >= 32),
+        ("users", "remove"): (["cliuser", "--json"],
+                              lambda out: json.loads(out) == {"user": "cliuser",
+                                                              "removed": True}),
         ("demo",): (["--namespace", f"{ns}-demo", "--json"],
                     lambda out: json.loads(out)["revision"] == 3),
     }
@@ -128,6 +143,8 @@ def test_every_command_fails_in_one_line(redis_url: str, tmp_path: Path) -> None
                   "patch": "{}",
                   "file": str(tmp_path / "missing.jsonl")}
         args = [filler.get(p.name or "", "x") for p in required]
+        if path == ("users", "add"):
+            args += ["--role", "reader", "--namespace", "x"]
         if any(p.name == "url" for p in command.params):
             expected = "Error 111" if path != ("import",) else "No such file"
             runs.append((path, ["--url", UNREACHABLE, *args], expected))

@@ -55,6 +55,7 @@ local function upsert_memory(keys, args)
   end
   redis.call('HSET', memory_key, unpack(fields))
   redis.call('ZADD', user_key, int_string(m.updated_at), id)
+  redis.call('ZADD', SCHEMA.memory_users(c), 0, user) -- the users, for export without SCAN
   return created
 end
 

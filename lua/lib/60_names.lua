@@ -36,7 +36,7 @@ end
 -- write settings (built from the namespace, see lib/30_keys.lua).
 local function scope_writer(keys, first, c, kind, principal)
   local tag = kind_tag(kind)
-  local w = {c = c, kind = kind, principal = principal,
+  local w = {c = c, kind = kind, tag = tag, principal = principal,
              names = expect_key(keys, first, SCHEMA.names(c, tag)),
              expiry = expect_key(keys, first + 1, SCHEMA.expiry(c, tag)),
              revisions = expect_key(keys, first + 2, SCHEMA.revisions(c, tag)),
@@ -75,9 +75,12 @@ local function begin_writes(w)
   prepare_feed(w)
 end
 
--- Publish the planned events, then drop up to PRUNE_PER_WRITE expired names.
+-- Publish the planned events, register the scope (rm:{ns}:scopes, member
+-- <val|vec>:<scope>:<sid>: how a credential without SCAN finds what to
+-- export), then drop up to PRUNE_PER_WRITE expired names.
 local function start_writing(w)
   publish(w)
+  redis.call('ZADD', SCHEMA.scopes(w.c), 0, w.tag .. ':' .. w.c.scope .. ':' .. w.c.sid)
   local expired = redis.call('ZRANGEBYSCORE', w.expiry, '-inf', '(' .. int_string(w.now),
                              'LIMIT', 0, PRUNE_PER_WRITE)
   if #expired > 0 then

@@ -1,0 +1,101 @@
+"""Find the entries of a namespace that the library did not write.
+
+A role that writes through the library holds the underlying commands on
+its keys and can run them directly (README, "Access control"), so a buggy
+or hostile client can leave a value that is not strict JSON, a vector of
+the wrong size, or a forged feed entry. Readers report such an entry as an
+error for that entry and go on; :func:`audit` lists them all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, cast
+
+from . import _json
+from . import _validate as check
+from . import keys as K
+from .feed import Entries, parse_event
+from .memory import Memory
+from .transfer import _names, survey
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One entry the library did not write: its Redis key and the problem."""
+
+    key: str
+    problem: str
+
+
+def _value_problem(got: list[Any]) -> str | None:
+    raw, rev, ts, by = got
+    if raw is None:
+        return "it has no value field v"
+    try:
+        _json.loads(raw)
+    except ValueError as exc:
+        return f"v is not strict JSON: {exc}"
+    return _common_problem(rev, ts, by)
+
+
+def _common_problem(rev: Any, ts: Any, by: Any) -> str | None:
+    try:
+        if int(rev) < 1 or int(ts) < 0:
+            return "rev or ts is out of range"
+        check.check_id("by", by.decode())
+    except (TypeError, ValueError, AttributeError):
+        return "rev, ts or by is missing or malformed"
+    return None
+
+
+def _vector_problem(got: list[Any]) -> str | None:
+    emb, meta, rev, ts, by = got
+    if emb is None or len(emb) == 0 or len(emb) % 4:
+        return "emb is not float32 bytes"
+    try:
+        if not isinstance(_json.loads(meta), dict):
+            return "meta is not a JSON object"
+    except (TypeError, ValueError) as exc:
+        return f"meta is not strict JSON: {exc}"
+    return _common_problem(rev, ts, by)
+
+
+async def audit(mem: Memory) -> AsyncIterator[Finding]:
+    """Every value, vector, feed entry and thread event of ``mem``'s
+    namespace that the library did not write (what a raw command left)."""
+    client, ns = mem.client, mem.namespace
+    found = await survey(mem)
+    checks = {"value": (K.value, ("v", "rev", "ts", "by"), _value_problem),
+              "vector": (K.vector, ("emb", "meta", "rev", "ts", "by"), _vector_problem)}
+    for kind, (build, fields, problem_of) in checks.items():
+        for scope, sid in found.scopes.get(kind, []):
+            async for page in _names(mem, K.names(ns, kind, scope, sid)):  # type: ignore[arg-type]
+                pipe = client.pipeline(transaction=False)
+                for name in page:
+                    pipe.hmget(build(ns, scope, sid, name), *fields)
+                for name, got in zip(page, await pipe.execute(), strict=True):
+                    if all(part is None for part in got):
+                        continue  # expired or deleted since it was listed
+                    problem = problem_of(got)
+                    if problem:
+                        yield Finding(build(ns, scope, sid, name), problem)
+    start = "-"
+    while True:
+        entries = cast(Entries, await client.xrange(K.feed(ns), min=start, max="+", count=1000))
+        for entry_id, entry in entries:
+            event = parse_event(entry_id, entry)
+            if event.error:
+                yield Finding(f"{K.feed(ns)} {entry_id.decode()}", event.error)
+        if len(entries) < 1000:
+            break
+        start = "(" + entries[-1][0].decode()
+    for thread in found.threads:
+        events_key = K.thread_events(ns, thread)
+        for entry_id, entry in cast(Entries, await client.xrange(events_key)):
+            try:
+                _json.loads(entry[b"e"])
+            except (KeyError, ValueError) as exc:
+                yield Finding(f"{events_key} {entry_id.decode()}",
+                              f"not an event the library wrote: {exc}")

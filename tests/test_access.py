@@ -1,0 +1,392 @@
+"""Access control on the server's own ACL: each role, through raw commands
+as redis-cli would send them, against its own namespace and another one.
+
+Every path a role may take works; every other is refused by the server
+(NOPERM, or the ACL failure of a function) and changes nothing anywhere."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import redis
+
+import redismem
+from redismem import acl, users
+from redismem import keys as K
+from redismem.functions import bundled, ensure_library
+from redismem.memory import open_client
+from redismem.server import ServerState
+
+PASSWORD = "pw-" + uuid.uuid4().hex
+
+
+@dataclass(frozen=True)
+class World:
+    """Namespaces ``a`` (the roles') and ``b`` (another tenant's), and the
+    users made for the roles (user name = role name + a suffix)."""
+
+    state: ServerState
+    a: str
+    b: str
+    names: dict[str, str]
+
+    def url(self, role: str) -> str:
+        return f"redis://{self.names[role]}:{PASSWORD}@127.0.0.1:{self.state.port}/0"
+
+
+def _admin(state: ServerState) -> redis.Redis:
+    return redis.Redis.from_url(state.url)
+
+
+@pytest.fixture(scope="module")
+def world(redis_server: ServerState) -> Iterator[World]:
+    suffix = uuid.uuid4().hex[:6]
+    a, b = f"acla{suffix}", f"aclb{suffix}"
+    names = {role: f"{role}{suffix}" for role in acl.ROLES}
+    grants = {"worker": acl.Role("worker", a, sessions=("s1",), workflows=("w1",)),
+              "operator": acl.Role("operator")}
+    import asyncio
+
+    async def setup() -> None:
+        client = await open_client(redis_server.url)
+        try:
+            for role in acl.ROLES:
+                spec = grants.get(role) or acl.Role(role, a)
+                await users.add_user(client, names[role], spec, password=PASSWORD)
+        finally:
+            await client.aclose()
+        for ns in (a, b):
+            async with await redismem.connect(redis_server.url, namespace=ns,
+                                              principal="owner") as mem:
+                for scope in (mem.session("s1"), mem.session("s2"), mem.workflow("w1"),
+                              mem.global_scope(), mem.actor(names["writer"]),
+                              mem.actor(names["worker"]), mem.actor("other")):
+                    await scope.set("k", {"ns": ns})
+                await mem.session("s1").set_vector("v", [1.0, 0.0, 0.0], {"c": "x"})
+                await mem.session("s2").set_vector("v", [1.0, 0.0, 0.0], {"c": "x"})
+
+    asyncio.run(setup())
+    yield World(redis_server, a, b, names)
+
+    async def teardown() -> None:
+        client = await open_client(redis_server.url)
+        try:
+            for name in names.values():
+                await users.remove_user(client, name)
+        finally:
+            await client.aclose()
+
+    asyncio.run(teardown())
+
+
+def digest(client: redis.Redis) -> str:
+    """A digest of every key of the server and its content."""
+    h = hashlib.sha256()
+    for key in sorted(client.scan_iter(count=1000)):
+        kind = client.type(key)
+        h.update(key + kind)
+        if kind == b"hash":
+            h.update(repr(sorted(client.hgetall(key).items())).encode())
+        elif kind == b"zset":
+            h.update(repr(client.zrange(key, 0, -1, withscores=True)).encode())
+        elif kind == b"stream":
+            h.update(repr(client.xrange(key)).encode())
+        elif kind == b"string":
+            h.update(client.get(key) or b"")
+    return h.hexdigest()
+
+
+# --- the raw commands each path sends -------------------------------------
+
+def set_call(ns: str, scope: str, sid: str, principal: str, *, who: str | None = None
+             ) -> list[Any]:
+    keys = [*K.scope_writes(ns, "value", scope, sid, who or principal),
+            K.value(ns, scope, sid, "p")]
+    return ["FCALL", "redismem_set_values", len(keys), *keys, ns, scope, sid, "", principal,
+            "p", '"raw"', ""]
+
+
+def get_call(ns: str, scope: str, sid: str) -> list[Any]:
+    return ["FCALL_RO", "redismem_get_values", 1, K.value(ns, scope, sid, "k")]
+
+
+def import_call(ns: str, principal: str) -> list[Any]:
+    keys = [*K.scope_writes(ns, "value", "session", "s9", principal), K.config(ns),
+            K.value(ns, "session", "s9", "k")]
+    return ["FCALL", "redismem_import_values", len(keys), *keys, ns, "session", "s9",
+            principal, "k", "1", "1", "1", principal, ""]
+
+
+def search_call(ns: str, command: str = "FT.SEARCH") -> list[Any]:
+    return [command, K.vector_index(ns, 3), "*"]
+
+
+Path = tuple[str, Callable[[World, str], list[Any]], frozenset[str]]
+R, W, A, WK = "reader", "writer", "admin", "worker"
+
+
+def paths() -> list[Path]:
+    def own(f: Callable[[str, str], list[Any]]) -> Callable[[World, str], list[Any]]:
+        return lambda w, me: f(w.a, me)
+
+    def other(f: Callable[[str, str], list[Any]]) -> Callable[[World, str], list[Any]]:
+        return lambda w, me: f(w.b, me)
+
+    every = frozenset({R, W, A, WK})
+    table: list[tuple[str, Callable[[World, str], list[Any]], set[str]]] = [
+        ("get own session s1", own(lambda ns, me: get_call(ns, "session", "s1")), {R, W, A, WK}),
+        ("get own session s2", own(lambda ns, me: get_call(ns, "session", "s2")), {R, W, A}),
+        ("get own global", own(lambda ns, me: get_call(ns, "global", "_")), {R, W, A, WK}),
+        ("get own actor:other", own(lambda ns, me: get_call(ns, "actor", "other")), {R, W, A}),
+        ("set own session s1", own(lambda ns, me: set_call(ns, "session", "s1", me)),
+         {W, A, WK}),
+        ("set own session s2", own(lambda ns, me: set_call(ns, "session", "s2", me)), {W, A}),
+        ("set own workflow w1", own(lambda ns, me: set_call(ns, "workflow", "w1", me)),
+         {W, A, WK}),
+        ("set own global", own(lambda ns, me: set_call(ns, "global", "_", me)), {W, A}),
+        ("set own actor scope", own(lambda ns, me: set_call(ns, "actor", me, me)), {W, A, WK}),
+        ("set actor:other", own(lambda ns, me: set_call(ns, "actor", "other", me)), {A}),
+        ("set as principal mallory", own(lambda ns, me: set_call(ns, "session", "s1",
+                                                                 "mallory")), set()),
+        ("set_config", own(lambda ns, me: ["FCALL", "redismem_set_config", 1, K.config(ns),
+                                           ns, "max_value_bytes", "100000"]), {A}),
+        ("trim_feed", own(lambda ns, me: ["FCALL", "redismem_trim_feed", 3, K.feed(ns),
+                                          K.feed_size(ns), K.config(ns), ns, ""]), {A}),
+        ("import", own(import_call), {A}),
+        ("FT.SEARCH own index", own(lambda ns, me: search_call(ns)), {R, W, A}),
+        ("XRANGE own feed", own(lambda ns, me: ["XRANGE", K.feed(ns), "-", "+"]), {R, W, A}),
+        ("XREAD own feed", own(lambda ns, me: ["XREAD", "COUNT", 1, "STREAMS", K.feed(ns),
+                                               "0"]), {R, W, A}),
+        ("raw XTRIM own feed", own(lambda ns, me: ["XTRIM", K.feed(ns), "MAXLEN", 0]), {A}),
+        ("raw DEL own feed", own(lambda ns, me: ["DEL", K.feed(ns)]), {A}),
+        ("raw HSET own settings", own(lambda ns, me: ["HSET", K.config(ns),
+                                                      "max_value_bytes", "10"]), {A}),
+        ("raw HSET own value", own(lambda ns, me: ["HSET", K.value(ns, "session", "s1", "raw"),
+                                                   "v", "1"]), {W, A, WK}),
+        ("raw HSET other session", own(lambda ns, me: ["HSET", K.value(ns, "session", "s2",
+                                                                       "raw"), "v", "1"]), {W, A}),
+        ("get other namespace", other(lambda ns, me: get_call(ns, "session", "s1")), set()),
+        ("set other namespace", other(lambda ns, me: set_call(ns, "session", "s1", me)), set()),
+        ("FT.SEARCH other index", other(lambda ns, me: search_call(ns)), set()),
+        ("FT.AGGREGATE other index", other(lambda ns, me: search_call(ns, "FT.AGGREGATE")),
+         set()),
+        ("FT.INFO other index", other(lambda ns, me: ["FT.INFO", K.vector_index(ns, 3)]), set()),
+        ("FT._LIST", own(lambda ns, me: ["FT._LIST"]), set()),
+        ("FT.CREATE over other namespace", own(lambda ns, me: [
+            "FT.CREATE", K.index_prefix(ns) + "evil", "ON", "HASH", "PREFIX", 1, "rm:",
+            "SCHEMA", "v", "TEXT"]), set()),
+        ("XREAD other feed", other(lambda ns, me: ["XREAD", "STREAMS", K.feed(ns), "0"]),
+         set()),
+        ("XRANGE other feed", other(lambda ns, me: ["XRANGE", K.feed(ns), "-", "+"]), set()),
+        ("HGETALL other value", other(lambda ns, me: ["HGETALL",
+                                                      K.value(ns, "session", "s1", "k")]), set()),
+        ("GET other sequence", other(lambda ns, me: ["GET", K.sequence(ns)]), set()),
+        ("SCAN", own(lambda ns, me: ["SCAN", 0, "MATCH", "rm:*"]), set()),
+        ("KEYS", own(lambda ns, me: ["KEYS", "*"]), set()),
+        ("FUNCTION LOAD", own(lambda ns, me: ["FUNCTION", "LOAD", "REPLACE",
+                                              bundled().code]), set()),
+        ("FUNCTION DELETE", own(lambda ns, me: ["FUNCTION", "DELETE", "redismem"]), set()),
+        ("CONFIG SET", own(lambda ns, me: ["CONFIG", "SET", "maxmemory-policy",
+                                           "allkeys-lru"]), set()),
+        ("FLUSHALL", own(lambda ns, me: ["FLUSHALL"]), set()),
+        ("ACL LIST", own(lambda ns, me: ["ACL", "LIST"]), set()),
+        ("DEBUG", own(lambda ns, me: ["DEBUG", "SLEEP", "0"]), set()),
+        ("MODULE LIST", own(lambda ns, me: ["MODULE", "LIST"]), set()),
+    ]
+    assert all(allowed <= every for _, _, allowed in table)
+    return [(name, make, frozenset(allowed)) for name, make, allowed in table]
+
+
+def refused(exc: redis.ResponseError) -> bool:
+    """An ACL refusal; DEBUG is refused before ACL while the server disables
+    it (enable-debug-command no, the default)."""
+    text = str(exc)
+    return isinstance(exc, redis.exceptions.NoPermissionError) or text.startswith(
+        ("No permissions", "ACL failure", "NOPERM", "DEBUG command not allowed"))
+
+
+@pytest.mark.parametrize("role", [R, W, A, WK])
+def test_each_role_reaches_exactly_its_paths(world: World, role: str) -> None:
+    client = redis.Redis.from_url(world.url(role))
+    admin = _admin(world.state)
+    me = world.names[role]
+    table = paths()
+    before = digest(admin)
+    for name, make, allowed in table:
+        if role in allowed:
+            continue
+        with pytest.raises(redis.ResponseError) as info:
+            client.execute_command(*make(world, me))
+        assert refused(info.value), (role, name, str(info.value))
+    assert digest(admin) == before, f"a refused path of {role} changed something"
+    for name, make, allowed in table:
+        if role not in allowed:
+            continue
+        try:
+            client.execute_command(*make(world, me))
+        except redis.ResponseError as exc:
+            pytest.fail(f"{role} may {name}, but: {exc}")
+    client.close()
+    admin.close()
+
+
+def test_spoofing_the_principal_is_refused_by_key_or_by_the_library(world: World) -> None:
+    client = redis.Redis.from_url(world.url(W))
+    me = world.names[W]
+    with pytest.raises(redis.ResponseError, match="No permissions"):
+        client.execute_command(*set_call(world.a, "session", "s1", "mallory"))
+    # naming mallory with its own principal key: the library refuses the mismatch
+    with pytest.raises(redis.ResponseError, match="INVALID_ARGUMENT KEYS"):
+        client.execute_command(*set_call(world.a, "session", "s1", "mallory", who=me))
+    client.close()
+
+
+async def test_the_recorded_writer_is_the_authenticated_user(world: World) -> None:
+    async with await redismem.connect(world.url(W), namespace=world.a) as mem:
+        assert mem.principal == world.names[W]
+        await mem.session("s1").set("who", 1)
+        page = await mem.session("s1").changes(after=0)
+        assert page.items[-1].principal == world.names[W]
+    with pytest.raises(redismem.PermissionDeniedError, match="authenticated as ACL user"):
+        await redismem.connect(world.url(W), namespace=world.a, principal="mallory")
+
+
+async def test_roles_through_the_python_api(world: World) -> None:
+    async with await redismem.connect(world.url(R), namespace=world.a) as reader:
+        assert (await reader.session("s2").get("k")).value == {"ns": world.a}
+        with pytest.raises(redismem.PermissionDeniedError):
+            await reader.session("s1").set("k", 1)
+    async with await redismem.connect(world.url(WK), namespace=world.a) as worker:
+        await worker.session("s1").set("mine", 1)
+        await worker.actor().set("mine", 1)
+        assert (await worker.global_scope().get("k")).found
+        for scope in (worker.session("s2"), worker.global_scope(), worker.actor("other")):
+            with pytest.raises(redismem.PermissionDeniedError):
+                await scope.set("k", 1)
+        with pytest.raises(redismem.PermissionDeniedError):
+            await worker.session("s2").get("k")
+        with pytest.raises(redismem.PermissionDeniedError):
+            await worker.session("s1").changes(after=0)
+    async with await redismem.connect(world.url(W), namespace=world.a) as writer:
+        with pytest.raises(redismem.PermissionDeniedError):
+            await writer.configure(max_value_bytes=4096)
+        with pytest.raises(redismem.PermissionDeniedError):
+            await writer.trim_feed()
+
+
+QUERY_SYNTAX = ["x | @_sc:{*}", "*", "x) | (*", "@_meta:{*}", "{x}", "\\", "x\" | \"*",
+                "-x", "%x%", "x=>[KNN 100 @emb $v]"]
+
+
+async def test_search_as_a_reader_never_returns_another_namespace(world: World) -> None:
+    async with await redismem.connect(world.url(R), namespace=world.a) as reader:
+        for scope in (reader.session("s1"), reader.session("s2")):
+            hits = await scope.similarity_search([1.0, 0.0, 0.0], top_k=10)
+            assert hits and all(h.key == "v" for h in hits)
+            for text in QUERY_SYNTAX:
+                for hit in await scope.similarity_search([1.0, 0.0, 0.0], top_k=10,
+                                                         filter={"c": text}):
+                    assert hit.metadata == {"c": "x"}  # only namespace a's own vectors
+    with pytest.raises(redis.ResponseError, match="No permissions"):
+        redis.Redis.from_url(world.url(R)).execute_command(*search_call(world.b))
+
+
+async def test_users_cli_functions_and_persistence_rules(world: World,
+                                                         redis_server: ServerState) -> None:
+    listed = {u["user"]: u for u in await _listed(redis_server)}
+    assert listed[world.names[W]]["role"] == W
+    assert listed[world.names[WK]]["sessions"] == ["s1"]
+    assert not any(r.startswith("#") for u in listed.values() for r in u["rules"])
+    assert users.reaching(list(listed.values()), world.a)
+    assert not [u for u in users.reaching(list(listed.values()), world.b)
+                if u.split(" ")[0] in (world.names[R], world.names[W], world.names[A])]
+
+
+async def _listed(state: ServerState) -> list[dict[str, Any]]:
+    client = await open_client(state.url)
+    try:
+        return await users.list_users(client)
+    finally:
+        await client.aclose()
+
+
+@pytest.fixture
+async def rotating(redis_server: ServerState) -> AsyncIterator[str]:
+    name = "rot" + uuid.uuid4().hex[:6]
+    client = await open_client(redis_server.url)
+    await users.add_user(client, name, acl.Role("reader", "rotns"), password="old-one")
+    yield name
+    await users.remove_user(client, name)
+    await client.aclose()
+
+
+async def test_rotate_password_stops_the_old_one(rotating: str,
+                                                 redis_server: ServerState) -> None:
+    client = await open_client(redis_server.url)
+    new = await users.rotate_password(client, rotating)
+    await client.aclose()
+    assert new
+    port = redis_server.port
+    with pytest.raises(redis.AuthenticationError):
+        redis.Redis(port=port, username=rotating, password="old-one").ping()
+    assert redis.Redis(port=port, username=rotating, password=new).ping()
+
+
+async def test_a_writers_raw_malformed_entries_break_no_reader_and_audit_finds_them(
+        redis_server: ServerState, tmp_path: Any) -> None:
+    import asyncio
+
+    from redismem.audit import audit
+    from redismem.transfer import export_namespace
+
+    ns = "raw" + uuid.uuid4().hex[:8]
+    name = "rawwriter" + uuid.uuid4().hex[:6]
+    admin = await open_client(redis_server.url)
+    await ensure_library(admin)  # an operator loads it: a writer may not
+    await users.add_user(admin, name, acl.Role("writer", ns), password=PASSWORD)
+    url = f"redis://{name}:{PASSWORD}@127.0.0.1:{redis_server.port}/0"
+    try:
+        async with await redismem.connect(url, namespace=ns) as mem:
+            s1 = mem.session("s1")
+            for key in ("good", "bad_json", "bad_utf8", "no_rev"):
+                await s1.set(key, {"k": key})
+            raw = redis.Redis.from_url(url)  # the writer's own credential, raw commands
+            raw.hset(K.value(ns, "session", "s1", "bad_json"), "v", "{not json")
+            raw.hset(K.value(ns, "session", "s1", "bad_utf8"), "v", b'"\xff\xfe"')
+            raw.hdel(K.value(ns, "session", "s1", "no_rev"), "rev")
+            raw.xadd(K.feed(ns), {"forged": "1"}, id="999-0")
+            raw.close()
+            with pytest.raises(redismem.CorruptEntryError, match="bad_json") as info:
+                await s1.get("bad_json")
+            assert info.value.key == "bad_json"
+            got = await s1.get_many(["good", "bad_json", "bad_utf8", "no_rev"])
+            assert got["good"].value == {"k": "good"} and got["good"].error is None
+            assert all(got[k].error for k in ("bad_json", "bad_utf8", "no_rev"))
+            assert (await s1.keys()).keys == ["bad_json", "bad_utf8", "good", "no_rev"]
+            page = await mem.changes(after=0)
+            assert [e.error is not None for e in page.items] == [False] * 4 + [True]
+            await s1.set("after", 1)  # the sequence goes on past the forged entry
+            seen = []
+            async for event in mem.watch("*", after=0):
+                seen.append(event)
+                if event.key == "after":
+                    break
+            assert [e.key for e in seen if e.error is None][-1] == "after"
+            assert sum(1 for e in seen if e.error) == 1
+            out = tmp_path / "dump.jsonl"
+            with out.open("w") as sink:
+                await asyncio.wait_for(export_namespace(mem, sink.write), 30)
+            assert '"key":"good"' in out.read_text()
+            assert '"key":"bad_json"' not in out.read_text()
+            found = {f.key: f.problem async for f in audit(mem)}
+            assert set(found) == {K.value(ns, "session", "s1", k)
+                                  for k in ("bad_json", "bad_utf8", "no_rev")} | {
+                f"{K.feed(ns)} 999-0"}
+    finally:
+        await users.remove_user(admin, name)
+        await admin.aclose()
