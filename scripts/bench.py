@@ -35,8 +35,8 @@ from redis.asyncio import Redis
 
 import redismem
 import redismem._json
+from redismem import acl, users, vectors
 from redismem import keys as K
-from redismem import vectors
 from redismem.server import EmbeddedServer
 
 
@@ -127,11 +127,40 @@ async def bench_kv(url: str, n: int) -> list[dict[str, Any]]:
                      "detail": {"value_hash": value_bytes, "index_entry": names_bytes / count,
                                 "revision_entry": revs_bytes / count,
                                 "feed_entry": feed_bytes / feed_len}})
+        rows += await _kv_as_writer(url, ns, raw, mem, n)
         for key in [k async for k in raw.scan_iter(match=f"raw*:{ns}:*", count=1000)]:
             await raw.delete(key)
         async for key in client.scan_iter(match=K.pattern(ns), count=1000):
             await client.delete(key)
     await raw.aclose()
+    return rows
+
+
+async def _kv_as_writer(url: str, ns: str, admin: Redis, mem: redismem.Memory,
+                        n: int) -> list[dict[str, Any]]:
+    """The same calls as a ``writer`` ACL user (its key patterns and
+    selectors checked on every command) against the default user, in
+    alternating rounds: the cost of access control."""
+    name, password = "benchwriter" + uuid.uuid4().hex[:6], uuid.uuid4().hex
+    await users.add_user(admin, name, acl.Role("writer", ns), password=password)
+    host, port = admin.connection_pool.connection_kwargs["host"], \
+        admin.connection_pool.connection_kwargs["port"]
+    rows: list[dict[str, Any]] = []
+    try:
+        async with await redismem.connect(f"redis://{name}:{password}@{host}:{port}/0",
+                                          namespace=ns) as writer:
+            value = {"note": "pack passports", "n": 1}
+            mine, theirs = mem.session("acl"), writer.session("acl")
+            base, acl_set = await compare(n, lambda i: mine.set(f"d{i}", value),
+                                          lambda i: theirs.set(f"w{i}", value))
+            rows.append({"op": "set as writer ACL user", "raw": "set as default user",
+                         "raw_ops": base, "redismem_ops": acl_set, "target": 0.95})
+            base, acl_get = await compare(n, lambda i: mine.get(f"d{i}"),
+                                          lambda i: theirs.get(f"w{i}"))
+            rows.append({"op": "get as writer ACL user", "raw": "get as default user",
+                         "raw_ops": base, "redismem_ops": acl_get, "target": 0.95})
+    finally:
+        await users.remove_user(admin, name)
     return rows
 
 
