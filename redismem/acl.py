@@ -56,11 +56,6 @@ OPERATOR_DENIED = ("-flushall", "-flushdb", "-debug", "-module", "-shutdown", "-
                    "-save", "-swapdb", "-cluster|reset")
 
 
-def glob_escape(text: str) -> str:
-    """``text`` with ACL and SCAN glob characters escaped."""
-    return K.glob_escape(text)
-
-
 @dataclass(frozen=True)
 class Grant:
     """One ACL selector: key patterns (with their ``~``/``%R~``/``%W~``
@@ -100,7 +95,7 @@ class Role:
 
 
 def _base(ns: str) -> str:
-    return glob_escape(K.base(ns))
+    return K.glob_escape(K.base(ns))
 
 
 def _scope_families(ns: str, scope: str, sid: str) -> list[str]:
@@ -132,7 +127,7 @@ def rules(role: Role, user: str) -> list[str]:
         return ["~*", "&*", "+@all", *OPERATOR_DENIED]
     assert role.namespace is not None
     ns, b = role.namespace, _base(role.namespace)
-    me = glob_escape(user)
+    me = K.glob_escape(user)
     counters = [f"{b}seq", f"{b}feedsz"]
     who = [f"{b}who:{me}"]
     if role.name == "admin":
@@ -161,9 +156,9 @@ def rules(role: Role, user: str) -> list[str]:
     # worker: its granted scopes and its actor scope read-write, the global
     # scope and the settings read-only; the feed write-only
     granted = [*(p for sid in role.sessions for p in _scope_families(ns, "session",
-                                                                       glob_escape(sid))),
+                                                                       K.glob_escape(sid))),
                *(p for wid in role.workflows for p in _scope_families(ns, "workflow",
-                                                                        glob_escape(wid))),
+                                                                        K.glob_escape(wid))),
                *_scope_families(ns, "actor", me)]
     readable = [*granted, *_scope_families(ns, "global", "_"), f"{b}cfg"]
     grants = [
