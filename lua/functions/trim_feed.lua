@@ -20,8 +20,7 @@ local function trim_feed_now(keys, args)
   local f = {feed = expect_key(keys, 1, SCHEMA.feed(c)),
              feed_size = expect_key(keys, 2, SCHEMA.feed_size(c))}
   f.settings = write_settings(expect_key(keys, 3, SCHEMA.config(c)))
-  local size = redis.call('GET', f.feed_size)
-  f.feed_bytes = size and #size <= 16 and string.find(size, '^%d+$') and tonumber(size) or 0
+  f.feed_bytes = stored_size(f.feed_size)
   local threshold, dropped, freed, stopped = trim_plan(f, now_ms(), budget)
   if threshold then
     redis.call('XTRIM', f.feed, 'MINID', threshold)

@@ -38,12 +38,17 @@ local function stored_count(key, what)
   return count
 end
 
+-- The feed size estimate in `key`, 0 when absent or not a count (it starts again).
+local function stored_size(key)
+  local size = redis.call('GET', key)
+  return size and #size <= 16 and string.find(size, '^%d+$') and tonumber(size) or 0
+end
+
 -- Before the first write: the counter and the feed's size; w gains
 -- sequence, stored_bytes and an empty list of planned events.
 local function prepare_feed(w)
   w.sequence = stored_count(w.seq, 'the feed sequence counter')
-  local size = redis.call('GET', w.feed_size)
-  w.stored_bytes = size and #size <= 16 and string.find(size, '^%d+$') and tonumber(size) or 0
+  w.stored_bytes = stored_size(w.feed_size)
   w.events = {}
 end
 
