@@ -18,6 +18,7 @@ from . import _validate as check
 from . import keys as K
 from .feed import Entries, parse_event
 from .memory import Memory
+from .scope import entry_problem
 from .transfer import _names, survey
 
 
@@ -34,10 +35,10 @@ def _value_problem(got: list[Any]) -> str | None:
     if raw is None:
         return "it has no value field v"
     try:
-        _json.loads(raw)
-    except ValueError as exc:
-        return f"v is not strict JSON: {exc}"
-    return _common_problem(rev, ts, by)
+        revision = int(rev)
+    except (TypeError, ValueError):
+        revision = 0
+    return entry_problem(raw, revision) or _common_problem(rev, ts, by)
 
 
 def _common_problem(rev: Any, ts: Any, by: Any) -> str | None:

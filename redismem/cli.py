@@ -170,10 +170,9 @@ def down(data_dir: str | None, as_json: bool) -> None:
 async def _acl_users(client: Any) -> list[str] | None:
     """The server's ACL users, or None when this user may not list them."""
     try:
-        users = await client.execute_command("ACL", "USERS")
+        return await users.acl_users(client)
     except redis.ResponseError:
         return None
-    return sorted(u.decode() if isinstance(u, bytes) else str(u) for u in users)
 
 
 def _access_control(data: dict[str, Any]) -> str:

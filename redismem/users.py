@@ -72,9 +72,14 @@ async def _save(client: Redis) -> bool:
     return True
 
 
-async def _exists(client: Redis, user: str) -> bool:
+async def acl_users(client: Redis) -> list[str]:
+    """The names of the server's ACL users (ACL USERS), sorted."""
     names = await client.execute_command("ACL", "USERS")  # type: ignore[no-untyped-call]
-    return user in {n.decode() if isinstance(n, bytes) else str(n) for n in names}
+    return sorted(n.decode() if isinstance(n, bytes) else str(n) for n in names)
+
+
+async def _exists(client: Redis, user: str) -> bool:
+    return user in await acl_users(client)
 
 
 async def add_user(client: Redis, user: str, role: Role, *,
