@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import importlib.util
 import json
 import os
@@ -49,6 +50,7 @@ _STATE_FILE = "server.json"
 _SETTINGS_FILE = "settings.json"
 _PASSWORD_FILE = "password"
 _CONFIG_FILE = "redis.conf"
+_ACL_FILE = "users.acl"
 _PORT_WAIT = 2.0
 _LOCK_FILE = "server.lock"
 _LOG_FILE = "redis.log"
@@ -152,6 +154,18 @@ def _write_private(path: Path, text: str) -> None:
         out.write(text)
     os.chmod(tmp, 0o600)  # an older copy of the file may have been wider
     tmp.replace(path)
+
+
+def _acl_text(path: Path, password: str) -> str:
+    """The ACL file: its users as saved, with the default user's line (every
+    command and key, the data directory's password) written anew."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        lines = []
+    digest = hashlib.sha256(password.encode()).hexdigest()
+    kept = [line for line in lines if line.strip() and line.split()[:2] != ["user", "default"]]
+    return "\n".join([f"user default on #{digest} ~* &* +@all", *kept]) + "\n"
 
 
 def _pid_alive(pid: int) -> bool:
@@ -331,8 +345,13 @@ class EmbeddedServer:
         password = self._make_password()
         # the password goes in a config file (0600), not on the command line
         # where any local user could read it from the process list
+        # users live in an ACL file (0600), so `redismem users` changes are
+        # saved (ACL SAVE) and outlive restarts; the default user's line is
+        # written on every start, so it always requires the password
+        acl_file = data_dir / _ACL_FILE
+        _write_private(acl_file, _acl_text(acl_file, password))
         config = data_dir / _CONFIG_FILE
-        _write_private(config, f"requirepass {password}\n")
+        _write_private(config, f"aclfile {acl_file}\n")
         args = [
             str(binaries.redis_server),
             str(config),

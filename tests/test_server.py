@@ -161,3 +161,28 @@ def test_the_embedded_server_is_closed_by_default(tmp_path: Path) -> None:
         EmbeddedServer(data).stop()
     assert EmbeddedServer(data).start().password == password  # kept across restarts
     EmbeddedServer(data).stop()
+
+
+async def test_users_made_on_the_embedded_server_outlive_a_restart(tmp_path: Path) -> None:
+    from redismem import acl, users
+    from redismem.memory import open_client
+
+    data = tmp_path / "users"
+    state = EmbeddedServer(data).start()
+    try:
+        admin = await open_client(state.url)
+        await users.add_user(admin, "alice", acl.Role("writer", "team"), password="alice-pw")
+        await admin.aclose()
+        assert "alice" in (data / "users.acl").read_text()  # ACL SAVE
+        assert (data / "users.acl").stat().st_mode & 0o777 == 0o600
+        EmbeddedServer(data).stop()
+        state = EmbeddedServer(data).start()
+        alice = redis.Redis(port=state.port, username="alice", password="alice-pw")
+        assert alice.client_info()["user"] == "alice"
+        alice.close()
+        anonymous = server._client(state.port, None)  # the default user still needs the password
+        with pytest.raises(redis.AuthenticationError):
+            anonymous.ping()
+        anonymous.close()
+    finally:
+        EmbeddedServer(data).stop()
