@@ -27,7 +27,7 @@ NAMESPACE_ROLES = ROLES[:4]
 # every role: connect, identify itself, check the library's code (FUNCTION
 # LIST only), read settings and values through the read-only functions
 CONNECT = ("+ping", "+echo", "+hello", "+auth", "+select", "+reset", "+quit",
-           "+client|setinfo", "+client|setname", "+client|getname", "+client|id",
+           "+client|setname", "+client|getname", "+client|id",
            "+client|info", "+info", "+function|list", "+time", "+fcall_ro")
 # what the library's read functions and the Python readers call
 READS = ("+hget", "+hmget", "+hgetall", "+hscan", "+zscore", "+zrange", "+zrevrange",
@@ -43,8 +43,8 @@ FEED_WRITES = ("+xadd",)
 REGISTRY_WRITES = ("+zadd",)
 THREAD_WRITES = ("+xadd", "+xdel", "+hset", "+hsetnx", "+hdel", "+zadd", "+zrem", "+del")
 MEMORY_WRITES = ("+hset", "+del", "+set", "+zadd", "+zrem")
-ADMIN_COMMANDS = ("+fcall", *READS, *SEARCH, *SCOPE_WRITES, *COUNTER_WRITES, "+xadd",
-                  "+xtrim", "+xdel", "+hsetnx")
+ADMIN_COMMANDS = ("+fcall", *READS, *SCOPE_WRITES, *COUNTER_WRITES, "+xadd", "+xtrim",
+                  "+xdel", "+hsetnx")
 # an admin's key families: every key of its namespace but the who:<principal> keys
 ADMIN_FAMILIES = ("val:*", "vec:*", "keys:*", "exp:*", "rev:*", "vdims:*", "idx:*", "feed",
                   "seq", "feedsz", "cfg", "scopes", "sessions", "thr:*", "threads", "ltm:*",
@@ -119,23 +119,26 @@ def _read(patterns: Sequence[str]) -> tuple[str, ...]:
     return tuple(f"%R~{p}" for p in patterns)
 
 
-def rules(role: Role, user: str) -> list[str]:
+def rules(role: Role, user: str, *, search: bool = True) -> list[str]:
     """The ACL SETUSER rules (after ``reset``) that give ``user`` its role;
-    the password is added separately."""
+    the password is added separately. ``search``: the server has the search
+    module (without it, FT.* commands do not exist to be granted)."""
     check.check_id("user name", user)
     if role.name == "operator":
         return ["~*", "&*", "+@all", *OPERATOR_DENIED]
     assert role.namespace is not None
     ns, b = role.namespace, _base(role.namespace)
     me = K.glob_escape(user)
+    searches = SEARCH if search else ()
     counters = [f"{b}seq", f"{b}feedsz"]
     who = [f"{b}who:{me}"]
     if role.name == "admin":
         # every key of the namespace but other principals' keys
         families = [f"{b}{family}" for family in ADMIN_FAMILIES]
-        return ["resetchannels", *_rw([*families, *who]), *CONNECT, *ADMIN_COMMANDS]
+        return ["resetchannels", *_rw([*families, *who]), *CONNECT, *ADMIN_COMMANDS,
+                *searches]
     if role.name == "reader":
-        return ["resetchannels", f"%R~{b}*", f"~{b}idx:*", *CONNECT, *READS, *SEARCH]
+        return ["resetchannels", f"%R~{b}*", f"~{b}idx:*", *CONNECT, *READS, *searches]
     if role.name == "writer":
         scopes = [*_scope_families(ns, "session", "*"), *_scope_families(ns, "workflow", "*"),
                   *_scope_families(ns, "global", "_"), *_scope_families(ns, "actor", me)]
@@ -151,7 +154,7 @@ def rules(role: Role, user: str) -> list[str]:
             Grant(_rw(threads), THREAD_WRITES),
             Grant(_rw(memories), MEMORY_WRITES),
         ]
-        return ["resetchannels", f"%R~{b}*", f"~{b}idx:*", *CONNECT, *READS, *SEARCH,
+        return ["resetchannels", f"%R~{b}*", f"~{b}idx:*", *CONNECT, *READS, *searches,
                 *(grant.rule() for grant in grants)]
     # worker: its granted scopes and its actor scope read-write, the global
     # scope and the settings read-only; the feed write-only

@@ -21,6 +21,7 @@ from redis.asyncio import Redis
 from . import _validate as check
 from .acl import Role, rules
 from .errors import InvalidArgumentError
+from .memory import detect_capabilities
 
 REGISTRY = "rm:acl:users"
 
@@ -98,7 +99,8 @@ async def add_user(client: Redis, user: str, role: Role, *,
                                    "rotate-password")
     generated = password is None
     secret = new_password() if password is None else password
-    user_rules = rules(role, user)
+    capabilities = await detect_capabilities(client, "redis", 0)
+    user_rules = rules(role, user, search=capabilities.search)
     await client.execute_command(  # type: ignore[no-untyped-call]
         "ACL", "SETUSER", user, "reset", "on", _hash(secret), *user_rules)
     await client.hset(REGISTRY, user, json.dumps(
