@@ -146,7 +146,9 @@ def rules(role: Role, user: str, *, search: bool = True) -> list[str]:
         memories = [f"{b}ltm:*", f"{b}ltmz:*", f"{b}ltmdim"]
         registry = [f"{b}scopes", f"{b}ltmusers"]
         grants = [
-            Grant(_rw([*scopes, *counters, *who, *threads, *memories]), ("+fcall",)),
+            # every write call declares the counters and its who: key: they
+            # come first, as Redis tries patterns in order
+            Grant(_rw([*counters, *who, *scopes, *threads, *memories]), ("+fcall",)),
             Grant(_rw(scopes), SCOPE_WRITES),
             Grant(_rw(counters), COUNTER_WRITES),
             Grant(_rw([f"{b}feed"]), FEED_WRITES),
@@ -165,7 +167,7 @@ def rules(role: Role, user: str, *, search: bool = True) -> list[str]:
                *_scope_families(ns, "actor", me)]
     readable = [*granted, *_scope_families(ns, "global", "_"), f"{b}cfg"]
     grants = [
-        Grant(_rw([*granted, *counters, *who]), ("+fcall",)),
+        Grant(_rw([*counters, *who, *granted]), ("+fcall",)),
         Grant(_rw(granted), SCOPE_WRITES),
         Grant(_rw(counters), ("+get", *COUNTER_WRITES)),
         Grant((f"%W~{b}feed", f"%W~{b}scopes"), (*FEED_WRITES, *REGISTRY_WRITES)),

@@ -152,13 +152,33 @@ async def _kv_as_writer(url: str, ns: str, admin: Redis, mem: redismem.Memory,
             value = {"note": "pack passports", "n": 1}
             mine, theirs = mem.session("acl"), writer.session("acl")
             base, acl_set = await compare(n, lambda i: mine.set(f"d{i}", value),
-                                          lambda i: theirs.set(f"w{i}", value))
+                                          lambda i: theirs.set(f"w{i}", value), rounds=9)
             rows.append({"op": "set as writer ACL user", "raw": "set as default user",
                          "raw_ops": base, "redismem_ops": acl_set, "target": 0.95})
             base, acl_get = await compare(n, lambda i: mine.get(f"d{i}"),
-                                          lambda i: theirs.get(f"w{i}"))
+                                          lambda i: theirs.get(f"w{i}"), rounds=9)
             rows.append({"op": "get as writer ACL user", "raw": "get as default user",
                          "raw_ops": base, "redismem_ops": acl_get, "target": 0.95})
+            # the server's own time per call (INFO commandstats), free of client noise
+            ops: list[tuple[str, str, Callable[[redismem.MemoryScope, int], Awaitable[Any]]]] = [
+                ("set", "fcall", lambda s, i: s.set(f"t{i}", value)),
+                ("get", "fcall_ro", lambda s, i: s.get(f"t{i}"))]
+            for op, command, calls in ops:
+                samples: dict[str, list[float]] = {"default": [], "writer": []}
+                for r in range(9):  # alternating, like compare()
+                    for who, scope in (("default", mine), ("writer", theirs)):
+                        await admin.config_resetstat()
+                        for i in range(r * 1000, (r + 1) * 1000):
+                            await calls(scope, i)
+                        stats = (await admin.info("commandstats"))[f"cmdstat_{command}"]
+                        samples[who].append(float(stats["usec_per_call"]))
+                spent = {who: statistics.median(found) for who, found in samples.items()}
+                # as rates, so the ratio reads like the others (higher is faster)
+                rows.append({"op": f"{op} as writer, server µs per {command.upper()}",
+                             "raw": f"default user: {spent['default']:.1f} µs",
+                             "raw_ops": 1e6 / spent["default"],
+                             "redismem_ops": 1e6 / spent["writer"], "target": 0.95,
+                             "detail": spent})
     finally:
         await users.remove_user(admin, name)
     return rows
