@@ -67,8 +67,8 @@ def world(redis_server: ServerState) -> Iterator[World]:
                               mem.global_scope(), mem.actor(names["writer"]),
                               mem.actor(names["worker"]), mem.actor("other")):
                     await scope.set("k", {"ns": ns})
-                await mem.session("s1").set_vector("v", [1.0, 0.0, 0.0], {"c": "x"})
-                await mem.session("s2").set_vector("v", [1.0, 0.0, 0.0], {"c": "x"})
+                await mem.session("s1").set_vector("v", [1.0, 0.0, 0.0], {"c": "x", "ns": ns})
+                await mem.session("s2").set_vector("v", [1.0, 0.0, 0.0], {"c": "x", "ns": ns})
 
     asyncio.run(setup())
     yield World(redis_server, a, b, names)
@@ -122,6 +122,83 @@ def import_call(ns: str, principal: str) -> list[Any]:
             principal, "k", "1", "1", "1", principal, ""]
 
 
+VECTOR = b"\x00\x00\x80\x3f" + b"\x00" * 8  # [1, 0, 0] as float32
+EVENT = ('{"id":"e1","payload":{},"tags":[],"thread_id":"t","timestamp":1,"type":"m",'
+         '"user_id":null}')
+MEMORY = ('{"created_at":1,"data":{},"id":"m","metadata":{},"scope":"s","tags":[],'
+          '"text":"t","updated_at":1,"user_id":"u"}')
+
+
+def library_calls() -> list[tuple[str, Callable[[str, str], list[Any]], set[str]]]:
+    """Every function of the library, as a raw call in a namespace, and the
+    roles that may make it there (as worker: in its granted session s1)."""
+    def thread(ns: str) -> list[str]:
+        return [K.thread_events(ns, "t"), K.thread_times(ns, "t"), K.thread_ids(ns, "t"),
+                K.threads(ns)]
+
+    def vec_writes(ns: str, me: str) -> list[str]:
+        return K.scope_writes(ns, "vector", "session", "s1", me)
+
+    def call(name: str, keys: list[str], *args: Any, ro: bool = False) -> list[Any]:
+        return ["FCALL_RO" if ro else "FCALL", f"redismem_{name}", len(keys), *keys, *args]
+
+    s1 = ("session", "s1")
+    return [
+        ("version", lambda ns, me: call("version", [], ro=True), {R, W, A, WK}),
+        ("get_values", lambda ns, me: get_call(ns, *s1), {R, W, A, WK}),
+        ("get_vectors", lambda ns, me: call("get_vectors", [K.vector(ns, *s1, "v")], ro=True),
+         {R, W, A, WK}),
+        ("list_keys", lambda ns, me: call(
+            "list_keys", [K.names(ns, "value", *s1), K.expiry(ns, "value", *s1)], ns, *s1,
+            "value", "", "", "10", ro=True), {R, W, A, WK}),
+        ("get_config", lambda ns, me: call("get_config", [K.config(ns)], ns, ro=True),
+         {R, W, A, WK}),
+        ("recent_events", lambda ns, me: call("recent_events", thread(ns)[:1], ns, "t", "10",
+                                              ro=True), {R, W, A}),
+        ("events_since", lambda ns, me: call("events_since", thread(ns)[:2], ns, "t", "0",
+                                             "10", ro=True), {R, W, A}),
+        ("set_values", lambda ns, me: set_call(ns, *s1, me), {W, A, WK}),
+        ("delete_value", lambda ns, me: call(
+            "delete_value", [K.value(ns, *s1, "gone"), *K.scope_writes(ns, "value", *s1, me)],
+            ns, *s1, "gone", "", me), {W, A, WK}),
+        ("modify_value", lambda ns, me: call(
+            "modify_value", [*K.scope_writes(ns, "value", *s1, me), K.value(ns, *s1, "n")],
+            ns, *s1, "", me, "n", "incr", "1"), {W, A, WK}),
+        ("set_vectors", lambda ns, me: call(
+            "set_vectors", [*vec_writes(ns, me), K.vector_dims(ns, *s1), K.vector(ns, *s1, "w")],
+            ns, *s1, "", me, "w", VECTOR, "{}", ""), {W, A, WK}),
+        ("delete_vector", lambda ns, me: call(
+            "delete_vector", [K.vector(ns, *s1, "gone"), *vec_writes(ns, me),
+                              K.vector_dims(ns, *s1)], ns, *s1, "gone", "", me), {W, A, WK}),
+        ("append_events", lambda ns, me: call("append_events", thread(ns), ns, "t", EVENT),
+         {W, A}),
+        ("replace_events", lambda ns, me: call("replace_events", thread(ns), ns, "t", EVENT),
+         {W, A}),
+        ("drop_events", lambda ns, me: call("drop_events", thread(ns)[:3], ns, "t", "1-0", ""),
+         {W, A}),
+        ("create_session", lambda ns, me: call("create_session", [K.sessions(ns)], ns, "s7"),
+         {W, A}),
+        ("upsert_memory", lambda ns, me: call(
+            "upsert_memory", [K.memory(ns, "u", "m"), K.memories(ns, "u"), K.memory_dim(ns)],
+            ns, "u", "m", MEMORY, ""), {W, A}),
+        ("delete_memory", lambda ns, me: call(
+            "delete_memory", [K.memory(ns, "u", "gone"), K.memories(ns, "u")], ns, "u", "gone"),
+         {W, A}),
+        ("set_config", lambda ns, me: call("set_config", [K.config(ns)], ns, "max_value_bytes",
+                                           "100000"), {A}),
+        ("trim_feed", lambda ns, me: call("trim_feed", [K.feed(ns), K.feed_size(ns),
+                                                        K.config(ns)], ns, ""), {A}),
+        ("import_values", import_call, {A}),
+        ("import_vectors", lambda ns, me: call(
+            "import_vectors", [*vec_writes(ns, me), K.config(ns), K.vector_dims(ns, *s1),
+                               K.vector(ns, *s1, "imp")],
+            ns, *s1, me, "imp", VECTOR, "{}", "1", "1", me, ""), {A}),
+        ("raise_revisions", lambda ns, me: call(
+            "raise_revisions", [K.revisions(ns, "value", *s1), K.config(ns)], ns, *s1, "value",
+            "k", "1"), {A}),
+    ]
+
+
 def search_call(ns: str, command: str = "FT.SEARCH") -> list[Any]:
     return [command, K.vector_index(ns, 3), "*"]
 
@@ -139,6 +216,10 @@ def paths() -> list[Path]:
 
     every = frozenset({R, W, A, WK})
     table: list[tuple[str, Callable[[World, str], list[Any]], set[str]]] = [
+        *((f"{name} (own namespace)", own(make), allowed)
+          for name, make, allowed in library_calls()),
+        *((f"{name} (other namespace)", other(make), {R, W, A, WK} if name == "version"
+           else set()) for name, make, allowed in library_calls()),
         ("get own session s1", own(lambda ns, me: get_call(ns, "session", "s1")), {R, W, A, WK}),
         ("get own session s2", own(lambda ns, me: get_call(ns, "session", "s2")), {R, W, A}),
         ("get own global", own(lambda ns, me: get_call(ns, "global", "_")), {R, W, A, WK}),
@@ -287,11 +368,13 @@ async def test_search_as_a_reader_never_returns_another_namespace(world: World) 
     async with await redismem.connect(world.url(R), namespace=world.a) as reader:
         for scope in (reader.session("s1"), reader.session("s2")):
             hits = await scope.similarity_search([1.0, 0.0, 0.0], top_k=10)
-            assert hits and all(h.key == "v" for h in hits)
-            for text in QUERY_SYNTAX:
-                for hit in await scope.similarity_search([1.0, 0.0, 0.0], top_k=10,
-                                                         filter={"c": text}):
-                    assert hit.metadata == {"c": "x"}  # only namespace a's own vectors
+            assert {"c": "x", "ns": world.a} in [h.metadata for h in hits]
+            assert all(h.metadata.get("ns", world.a) == world.a for h in hits)
+            for text in QUERY_SYNTAX:  # no vector has these values: nothing may match
+                assert await scope.similarity_search([1.0, 0.0, 0.0], top_k=10,
+                                                     filter={"c": text}) == []
+                assert await scope.similarity_search([1.0, 0.0, 0.0], top_k=10,
+                                                     filter={"ns": text}) == []
     with pytest.raises(redis.ResponseError, match="No permissions"):
         redis.Redis.from_url(world.url(R)).execute_command(*search_call(world.b))
 
@@ -390,3 +473,21 @@ async def test_a_writers_raw_malformed_entries_break_no_reader_and_audit_finds_t
     finally:
         await users.remove_user(admin, name)
         await admin.aclose()
+
+
+async def test_text_search_as_a_reader_never_returns_another_namespace(world: World) -> None:
+    def memory(ns: str, text: str) -> redismem.LongTermMemory:
+        return redismem.LongTermMemory(id=f"m-{ns}", user_id="u", scope="notes", data={},
+                                       text=text, tags=[], metadata={}, created_at=1,
+                                       updated_at=1)
+
+    for ns, text in ((world.a, "open plans for the trip"), (world.b, "secret plans of b")):
+        async with redismem.RedisMemoryStore(world.state.url, namespace=ns) as owner:
+            await owner.upsert_long_term_memory(memory(ns, text))
+    async with redismem.RedisMemoryStore(world.url(R), namespace=world.a) as reader:
+        assert [m.id for m in await reader.search_long_term_memory_text("u", "plans")] == [
+            f"m-{world.a}"]
+        for query in ["secret", "secret | *", "* secret", "@text:(secret)", "-open",
+                      "secret) | (@_u:{*}", "%secret%", "{b}", "plans | @text:*"]:
+            found = await reader.search_long_term_memory_text("u", query)
+            assert all(m.id == f"m-{world.a}" for m in found), (query, found)
