@@ -18,7 +18,7 @@ import redis
 import redismem
 from redismem import acl, users
 from redismem import keys as K
-from redismem.functions import bundled, ensure_library
+from redismem.functions import acl_refusals, bundled, ensure_library
 from redismem.memory import open_client
 from redismem.server import ServerState
 
@@ -491,3 +491,25 @@ async def test_text_search_as_a_reader_never_returns_another_namespace(world: Wo
                       "secret) | (@_u:{*}", "%secret%", "{b}", "plans | @text:*"]:
             found = await reader.search_long_term_memory_text("u", query)
             assert all(m.id == f"m-{world.a}" for m in found), (query, found)
+
+
+async def test_an_admin_exports_and_imports_its_namespace_without_scan(
+        world: World, tmp_path: Any) -> None:
+    from redismem import transfer
+
+    dump = tmp_path / "a.jsonl"
+    async with await redismem.connect(world.url(A), namespace=world.a) as mem:
+        with pytest.raises(redismem.PermissionDeniedError):  # no SCAN for a namespace role
+            with acl_refusals():
+                await mem.client.scan(0, match="rm:*")
+        with dump.open("w") as sink:
+            summary = await transfer.export_namespace(mem, sink.write)
+    # every scope the fixture wrote is found through the registry
+    assert summary.records["value"] >= 7
+    async with redismem.RedisMemoryStore(world.url(A), namespace=world.a) as store:
+        assert await transfer.check_file(store, dump) > 0
+        result = await transfer.import_file(store, dump)
+    assert sum(result.written.values()) == 0  # all there already: kept
+    async with redismem.RedisMemoryStore(world.url(W), namespace=world.a) as store:
+        with pytest.raises(redismem.PermissionDeniedError):
+            await transfer.import_file(store, dump)
