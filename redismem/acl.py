@@ -39,13 +39,16 @@ SEARCH = ("+ft.search", "+ft.info")
 SCOPE_WRITES = ("+hset", "+hdel", "+hincrby", "+del", "+zadd", "+zrem", "+persist",
                 "+pexpireat")
 COUNTER_WRITES = ("+set",)
+# what write calls run on their principal's key: keep the request's reply
+# (lua/lib/55_requests.lua)
+REQUEST_COMMANDS = ("+hget", "+hset", "+pexpire")
 FEED_WRITES = ("+xadd",)
 REGISTRY_WRITES = ("+zadd",)
 THREAD_WRITES = ("+xadd", "+xdel", "+hset", "+hsetnx", "+hdel", "+zadd", "+zrem", "+del")
 MEMORY_WRITES = ("+hset", "+del", "+set", "+zadd", "+zrem")
 ADMIN_COMMANDS = ("+fcall", *READS, *SCOPE_WRITES, *COUNTER_WRITES, "+xadd", "+xtrim",
                   "+xdel", "+hsetnx")
-# an admin's key families: every key of its namespace but the who:<principal> keys
+# an admin's key families: every key of its namespace but the who:<principal>:* keys
 ADMIN_FAMILIES = ("val:*", "vec:*", "keys:*", "exp:*", "rev:*", "vdims:*", "idx:*", "feed",
                   "seq", "feedsz", "cfg", "scopes", "sessions", "thr:*", "threads", "ltm:*",
                   "ltmz:*", "ltmdim", "ltmusers")
@@ -131,12 +134,13 @@ def rules(role: Role, user: str, *, search: bool = True) -> list[str]:
     me = K.glob_escape(user)
     searches = SEARCH if search else ()
     counters = [f"{b}seq", f"{b}feedsz"]
-    who = [f"{b}who:{me}"]
+    who = [f"{b}who:{me}:*"]
+    requests = Grant(_rw(who), REQUEST_COMMANDS)
     if role.name == "admin":
         # every key of the namespace but other principals' keys
         families = [f"{b}{family}" for family in ADMIN_FAMILIES]
         return ["resetchannels", *_rw([*families, *who]), *CONNECT, *ADMIN_COMMANDS,
-                *searches]
+                *searches, requests.rule()]
     if role.name == "reader":
         return ["resetchannels", f"%R~{b}*", f"~{b}idx:*", *CONNECT, *READS, *searches]
     if role.name == "writer":
@@ -155,6 +159,7 @@ def rules(role: Role, user: str, *, search: bool = True) -> list[str]:
             Grant(_rw(registry), REGISTRY_WRITES),
             Grant(_rw(threads), THREAD_WRITES),
             Grant(_rw(memories), MEMORY_WRITES),
+            requests,
         ]
         return ["resetchannels", f"%R~{b}*", f"~{b}idx:*", *CONNECT, *READS, *searches,
                 *(grant.rule() for grant in grants)]
@@ -171,6 +176,7 @@ def rules(role: Role, user: str, *, search: bool = True) -> list[str]:
         Grant(_rw(granted), SCOPE_WRITES),
         Grant(_rw(counters), ("+get", *COUNTER_WRITES)),
         Grant((f"%W~{b}feed", f"%W~{b}scopes"), (*FEED_WRITES, *REGISTRY_WRITES)),
+        requests,
     ]
     return ["resetchannels", *_read(readable), *CONNECT, *READS,
             *(grant.rule() for grant in grants)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
+import secrets
 from collections.abc import Awaitable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -218,6 +219,14 @@ def _size(part: str | bytes | int) -> int:
     return len(part) if isinstance(part, bytes) else len(str(part).encode())
 
 
+def request_id() -> str:
+    """A fresh id for one write call (16 characters of ``[A-Za-z0-9_-]``).
+    redis-py sends the same arguments again when it retries the call after
+    a lost connection, and the library applies a request id once
+    (``lua/lib/55_requests.lua``)."""
+    return secrets.token_urlsafe(12)
+
+
 def request_bytes(keys: Sequence[str], args: Sequence[str | bytes | int]) -> int:
     """The bytes of a call's keys and arguments, as ``check_request`` in Lua counts them."""
     return sum(_size(part) for part in (*keys, *args))
@@ -267,7 +276,7 @@ class Functions:
     async def set_values(self, keys: Sequence[str], ns: str, scope: str, sid: str, ttl: str,
                          principal: str, items: Sequence[tuple[str, str, str]]) -> list[int]:
         """``redismem_set_values``; ``items`` are (key, json, expected) triples."""
-        args: list[str | bytes | int] = [ns, scope, sid, ttl, principal]
+        args: list[str | bytes | int] = [ns, scope, sid, ttl, principal, request_id()]
         for item in items:
             args.extend(item)
         only = items[0][0] if len(items) == 1 else None
@@ -284,7 +293,7 @@ class Functions:
                           ) -> list[int]:
         """``redismem_set_vectors``; ``items`` are (key, float32 bytes, metadata JSON,
         expected) quadruples."""
-        args: list[str | bytes | int] = [ns, scope, sid, ttl, principal]
+        args: list[str | bytes | int] = [ns, scope, sid, ttl, principal, request_id()]
         for item in items:
             args.extend(item)
         only = items[0][0] if len(items) == 1 else None
@@ -301,14 +310,16 @@ class Functions:
                             expected: str, principal: str) -> bool:
         """``redismem_delete_vector``."""
         reply = await self._call("redismem_delete_vector", keys,
-                                 [ns, scope, sid, key, expected, principal], key=key)
+                                 [ns, scope, sid, key, expected, principal, request_id()],
+                                 key=key)
         return bool(reply)
 
     async def delete_value(self, keys: Sequence[str], ns: str, scope: str, sid: str, key: str,
                            expected: str, principal: str) -> bool:
         """``redismem_delete_value``."""
         reply = await self._call("redismem_delete_value", keys,
-                                 [ns, scope, sid, key, expected, principal], key=key)
+                                 [ns, scope, sid, key, expected, principal, request_id()],
+                                 key=key)
         return bool(reply)
 
     async def list_keys(self, keys: Sequence[str], ns: str, scope: str, sid: str, kind: str,
@@ -328,7 +339,8 @@ class Functions:
                            principal: str, key: str, op: str, operand: str,
                            max_items: str = "") -> tuple[int, bytes]:
         """``redismem_modify_value``: (new revision, new JSON for incr else b"")."""
-        args: list[str | bytes | int] = [ns, scope, sid, ttl, principal, key, op, operand]
+        args: list[str | bytes | int] = [ns, scope, sid, ttl, principal, request_id(), key, op,
+                                         operand]
         if op == "append":
             args.append(max_items)
         revision, json_text = await self._call("redismem_modify_value", keys, args, key=key)

@@ -9,6 +9,7 @@ schema.
 from __future__ import annotations
 
 import re
+import time
 from typing import Literal
 
 Kind = Literal["value", "vector"]
@@ -76,11 +77,24 @@ def scope_writes(ns: str, kind: Kind, scope: str, sid: str, who: str) -> list[st
             revisions(ns, kind, scope, sid), sequence(ns), feed_size(ns), principal(ns, who)]
 
 
-def principal(ns: str, who: str) -> str:
-    """A key never read or written: write calls pass the one of their
-    principal, so that the server's ACL (which lets a user name only its
-    own) proves who is writing."""
-    return f"{base(ns)}who:{who}"
+REQUEST_BUCKET_MS = 60_000
+"""A principal's request replies are kept in one hash per minute of the
+client's clock (lua/lib/55_requests.lua)."""
+
+
+def principal(ns: str, who: str, at_ms: int | None = None) -> str:
+    """The principal's key of the minute ``at_ms`` (default: now). Write
+    calls pass their principal's, so the server's ACL (which lets a user
+    name only its own) proves who is writing; the hash keeps the replies of
+    the principal's requests of about that minute, so a retried call is
+    applied once (``lua/lib/55_requests.lua``)."""
+    now = time.time_ns() // 1_000_000 if at_ms is None else at_ms
+    return f"{base(ns)}who:{who}:{now // REQUEST_BUCKET_MS}"
+
+
+def principal_pattern(ns: str, who: str) -> str:
+    """Glob of every key of :func:`principal` for ``who`` (both escaped)."""
+    return f"{glob_escape(base(ns))}who:{glob_escape(who)}:*"
 
 
 def feed(ns: str) -> str:

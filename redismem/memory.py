@@ -15,6 +15,8 @@ from types import TracebackType
 from typing import Any, cast
 
 from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ResponseError
 
 from . import _validate as check
@@ -345,11 +347,29 @@ concurrent calls fail with "Too many connections"; a blocking pool avoids
 that too but costs ~9 us on every call). Redis' own maxclients is 10,000."""
 
 
+RETRIES = 6
+"""How often a call is sent again after a lost connection or a timeout,
+waiting 50 ms, 100 ms, ... up to 2 s (with jitter) in between. Every call
+is safe to send again: reads change nothing, and each write call carries a
+request id that the library applies once (``lua/lib/55_requests.lua``)."""
+SOCKET_TIMEOUT = 5.0
+"""Seconds to wait for a reply (or a connection) before the attempt counts
+as lost; ``?socket_timeout=`` in the URL overrides it. All attempts of one
+call end within about 45 s, well inside the two minutes a write's request
+id is remembered."""
+
+
+def _retry() -> Retry:
+    return Retry(ExponentialWithJitterBackoff(base=0.05, cap=2.0), RETRIES)
+
+
 async def open_client(url: str) -> Redis:
-    """A redis-py client for ``url`` (``memory://`` = in-process fakeredis)."""
+    """A redis-py client for ``url`` (``memory://`` = in-process fakeredis)
+    that retries lost calls (:data:`RETRIES`)."""
     if url.startswith(MEMORY_URL):
         return _memory_client()
-    return Redis.from_url(url, max_connections=MAX_CONNECTIONS)
+    return Redis.from_url(url, max_connections=MAX_CONNECTIONS, retry=_retry(),
+                          socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=SOCKET_TIMEOUT)
 
 
 async def detect_capabilities(client: Redis, backend: str, library_version: int) -> Capabilities:

@@ -18,7 +18,7 @@ import redis
 import redismem
 from redismem import acl, users
 from redismem import keys as K
-from redismem.functions import acl_refusals, bundled, ensure_library
+from redismem.functions import acl_refusals, bundled, ensure_library, request_id
 from redismem.memory import open_client
 from redismem.server import ServerState
 
@@ -108,7 +108,7 @@ def set_call(ns: str, scope: str, sid: str, principal: str, *, who: str | None =
     keys = [*K.scope_writes(ns, "value", scope, sid, who or principal),
             K.value(ns, scope, sid, "p")]
     return ["FCALL", "redismem_set_values", len(keys), *keys, ns, scope, sid, "", principal,
-            "p", '"raw"', ""]
+            request_id(), "p", '"raw"', ""]
 
 
 def get_call(ns: str, scope: str, sid: str) -> list[Any]:
@@ -160,16 +160,17 @@ def library_calls() -> list[tuple[str, Callable[[str, str], list[Any]], set[str]
         ("set_values", lambda ns, me: set_call(ns, *s1, me), {W, A, WK}),
         ("delete_value", lambda ns, me: call(
             "delete_value", [K.value(ns, *s1, "gone"), *K.scope_writes(ns, "value", *s1, me)],
-            ns, *s1, "gone", "", me), {W, A, WK}),
+            ns, *s1, "gone", "", me, request_id()), {W, A, WK}),
         ("modify_value", lambda ns, me: call(
             "modify_value", [*K.scope_writes(ns, "value", *s1, me), K.value(ns, *s1, "n")],
-            ns, *s1, "", me, "n", "incr", "1"), {W, A, WK}),
+            ns, *s1, "", me, request_id(), "n", "incr", "1"), {W, A, WK}),
         ("set_vectors", lambda ns, me: call(
             "set_vectors", [*vec_writes(ns, me), K.vector_dims(ns, *s1), K.vector(ns, *s1, "w")],
-            ns, *s1, "", me, "w", VECTOR, "{}", ""), {W, A, WK}),
+            ns, *s1, "", me, request_id(), "w", VECTOR, "{}", ""), {W, A, WK}),
         ("delete_vector", lambda ns, me: call(
             "delete_vector", [K.vector(ns, *s1, "gone"), *vec_writes(ns, me),
-                              K.vector_dims(ns, *s1)], ns, *s1, "gone", "", me), {W, A, WK}),
+                              K.vector_dims(ns, *s1)], ns, *s1, "gone", "", me, request_id()),
+         {W, A, WK}),
         ("append_events", lambda ns, me: call("append_events", thread(ns), ns, "t", EVENT),
          {W, A}),
         ("replace_events", lambda ns, me: call("replace_events", thread(ns), ns, "t", EVENT),

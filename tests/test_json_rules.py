@@ -43,11 +43,11 @@ def set_value(client: redis.Redis, *, key: bytes = b"k", value: bytes = b"1", ns
     base = b"rm:{" + ns + b"}:"
     keys = [base + b"keys:val:session:" + sid, base + b"exp:val:session:" + sid,
             base + b"rev:val:session:" + sid, base + b"seq", base + b"feedsz",
-            base + b"who:" + principal,
+            base + b"who:" + principal + b":0",
             base + b"val:session:" + sid + b":" + key]
     try:
         client.fcall("redismem_set_values", len(keys), *keys, ns, b"session", sid, b"",
-                     principal, key, value, b"")
+                     principal, b"", key, value, b"")
     except redis.ResponseError as exc:
         return str(exc).split(" ", 1)[0]
     return None

@@ -7,7 +7,7 @@
   KEYS[3] revisions hash  rm:{<ns>}:rev:val:<scope>:<sid>
   KEYS[4] feed counter    rm:{<ns>}:seq
   KEYS[5] feed size       rm:{<ns>}:feedsz
-  KEYS[6] principal key   rm:{<ns>}:who:<principal> (lib/30_keys.lua)
+  KEYS[6] principal key   rm:{<ns>}:who:<principal>:<bucket> (lib/55_requests.lua)
   KEYS[7] config hash     rm:{<ns>}:cfg (declared: only a role that may write it imports)
   KEYS[7+i] value hash    rm:{<ns>}:val:<scope>:<sid>:<key i>
   ARGV[1] namespace  ARGV[2] scope  ARGV[3] scope id

@@ -7,7 +7,7 @@
   KEYS[3] revisions hash  rm:{<ns>}:rev:vec:<scope>:<sid>
   KEYS[4] feed counter    rm:{<ns>}:seq
   KEYS[5] feed size       rm:{<ns>}:feedsz
-  KEYS[6] principal key   rm:{<ns>}:who:<principal> (lib/30_keys.lua)
+  KEYS[6] principal key   rm:{<ns>}:who:<principal>:<bucket> (lib/55_requests.lua)
   KEYS[7] config hash     rm:{<ns>}:cfg (declared: only a role that may write it imports)
   KEYS[8] dimensions hash rm:{<ns>}:vdims:<scope>:<sid>
   KEYS[8+i] vector hash   rm:{<ns>}:vec:<scope>:<sid>:<key i>

@@ -7,16 +7,18 @@
   KEYS[3] revisions hash  rm:{<ns>}:rev:val:<scope>:<sid>
   KEYS[4] feed counter    rm:{<ns>}:seq
   KEYS[5] feed size       rm:{<ns>}:feedsz
-  KEYS[6] principal key   rm:{<ns>}:who:<principal> (lib/30_keys.lua)
+  KEYS[6] principal key   rm:{<ns>}:who:<principal>:<bucket> (lib/55_requests.lua)
   KEYS[7] value hash      rm:{<ns>}:val:<scope>:<sid>:<key>
   ARGV[1] namespace  ARGV[2] scope  ARGV[3] scope id
   ARGV[4] ttl: '' = no expiry, 'KEEPTTL' = keep the key's expiry (a new key
-          gets none), else ms   ARGV[5] principal   ARGV[6] key
-  ARGV[7] incr | append | merge
-  ARGV[8] incr: the integer to add (|n| <= 2^53 - 1); append: the item
+          gets none), else ms   ARGV[5] principal
+  ARGV[6] request id ('' = none; lib/55_requests.lua)   ARGV[7] key
+  ARGV[8] incr | append | merge
+  ARGV[9] incr: the integer to add (|n| <= 2^53 - 1); append: the item
           (JSON); merge: the patch (a JSON object; null members delete)
-  ARGV[9] append only, optional: max_items ('' = no cap; 1..1000000)
-  Reply: {new revision, the new value's JSON for incr, else ''}.
+  ARGV[10] append only, optional: max_items ('' = no cap; 1..1000000)
+  Reply: {new revision, the new value's JSON for incr, else ''} (the kept
+         reply when the request id was applied already).
   Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_KEY, INVALID_JSON, INVALID_TTL,
           VALUE_TOO_LARGE, REQUEST_TOO_LARGE, WRONG_TYPE (incr of a value
           that is not an integer, append to one that is not a list),
@@ -60,18 +62,19 @@ local function new_value(op, stored, operand, max_items)
 end
 
 local function modify_value(keys, args)
-  count_args(args, 8, 'namespace, scope, scope id, ttl, principal, key, operation, operand')
+  count_args(args, 9, 'namespace, scope, scope id, ttl, principal, request id, key, operation, operand')
   local c = scope_args(args, 1)
   local ttl = parse_ttl(args[4])
   local principal = check_id('principal', args[5])
-  local key = check_key(args[6])
-  local op = args[7]
+  local request = check_request_id(args[6])
+  local key = check_key(args[7])
+  local op = args[8]
   expect_keys(keys, 7)
-  local w = scope_writer(keys, 1, c, 'value', principal)
+  local w = scope_writer(keys, 1, c, 'value', principal, request)
   w.ttl = ttl
   check_request(keys, args, w.settings.max_call_bytes)
   local value_key = expect_key(keys, 7, SCHEMA.value(c, key))
-  local operand, max_items = args[8], nil
+  local operand, max_items = args[9], nil
   if op == 'incr' then
     operand = parse_int('the increment', operand, -LIMITS.max_revision, LIMITS.max_revision)
   elseif op == 'append' or op == 'merge' then
@@ -79,14 +82,20 @@ local function modify_value(keys, args)
     if op == 'merge' and json_parse(operand, 0).t ~= 'object' then
       fail('INVALID_ARGUMENT', 'a merge patch must be a JSON object, got ' .. show(operand))
     end
-    if op == 'append' and args[9] and args[9] ~= '' then
-      max_items = parse_int('max_items', args[9], 1, LIMITS.max_append_items)
+    if op == 'append' and args[10] and args[10] ~= '' then
+      max_items = parse_int('max_items', args[10], 1, LIMITS.max_append_items)
     end
   else
     fail('INVALID_ARGUMENT', 'the operation must be incr, append or merge, got ' .. show(op))
   end
-  if #args > (op == 'append' and 9 or 8) then
+  if #args > (op == 'append' and 10 or 9) then
     fail('INVALID_ARGUMENT', 'too many arguments for ' .. op .. ': ' .. #args)
+  end
+
+  local kept = kept_reply(w, 'modify_value')
+  if kept then
+    local revision, json = string.match(kept, '^(%d+) (.*)$')
+    return {tonumber(revision), json}
   end
 
   local stored = redis.call('HMGET', value_key, 'v', 'rev')
@@ -105,7 +114,9 @@ local function modify_value(keys, args)
   plan_event(w, key, 'set', revision, json)
   start_writing(w)
   store_entry(w, value_key, key, current > 0, revision, {'v', json})
-  return {revision, op == 'incr' and json or ''}
+  local reply = op == 'incr' and json or ''
+  keep_reply(w, 'modify_value', int_string(revision) .. ' ' .. reply)
+  return {revision, reply}
 end
 
 register('redismem_modify_value', modify_value)

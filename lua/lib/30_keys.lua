@@ -4,8 +4,9 @@
   must only read (cfg) or only write (feed) are not declared by the write
   functions: they are built here from the namespace, which shares the
   declared keys' hash tag (and so their cluster slot). A declared
-  rm:{<ns>}:who:<principal> key (never read or written) is how the server's
-  ACL proves the principal: an ACL user may only name its own.
+  rm:{<ns>}:who:<principal>:<bucket> key is how the server's ACL proves the
+  principal: an ACL user may only name its own (it also keeps the replies
+  of the principal's requests, lib/55_requests.lua).
   redismem/keys.py builds the same names; tests check both agree.         ]]
 
 local function key_base(ns)

@@ -32,18 +32,19 @@ end
 
 -- w from the six keys every scope write passes in this order, from
 -- KEYS[first]: names zset, expiry zset, revisions hash, feed counter, feed
--- size counter, principal key; with the feed stream and the namespace's
--- write settings (built from the namespace, see lib/30_keys.lua).
-local function scope_writer(keys, first, c, kind, principal)
+-- size counter, principal key (lib/55_requests.lua); with the feed stream
+-- and the namespace's write settings (built from the namespace, see
+-- lib/30_keys.lua). `request`: the call's request id, or nil.
+local function scope_writer(keys, first, c, kind, principal, request)
   local tag = kind_tag(kind)
-  local w = {c = c, kind = kind, tag = tag, principal = principal,
+  local w = {c = c, kind = kind, tag = tag, principal = principal, request = request,
              names = expect_key(keys, first, SCHEMA.names(c, tag)),
              expiry = expect_key(keys, first + 1, SCHEMA.expiry(c, tag)),
              revisions = expect_key(keys, first + 2, SCHEMA.revisions(c, tag)),
              seq = expect_key(keys, first + 3, SCHEMA.sequence(c)),
              feed_size = expect_key(keys, first + 4, SCHEMA.feed_size(c)),
              feed = SCHEMA.feed(c)}
-  expect_key(keys, first + 5, SCHEMA.principal(c, principal))
+  w.who = expect_who(keys, first + 5, c, principal)
   w.settings = write_settings(SCHEMA.config(c))
   return w
 end
@@ -159,9 +160,14 @@ local function import_entry(w, item_key, name, item, fields)
   list_entry(w, item_key, name, false, item.expire_at)
 end
 
--- Delete one entry if `expected` matches: a whole write call. Returns 1
--- when deleted, 0 when absent; `removed` runs before the entry goes.
-local function remove_entry(w, item_key, name, expected, removed)
+-- Delete one entry if `expected` matches: a whole write call of function
+-- `fname`. Returns 1 when deleted, 0 when absent (or the kept reply of the
+-- call's request); `removed` runs before the entry goes.
+local function remove_entry(w, fname, item_key, name, expected, removed)
+  local kept = kept_reply(w, fname)
+  if kept then
+    return tonumber(kept)
+  end
   local current = tonumber(redis.call('HGET', item_key, 'rev')) or 0
   check_expected(name, expected, current)
   local revision = current > 0 and plan_revision(w, name, current)
@@ -170,6 +176,7 @@ local function remove_entry(w, item_key, name, expected, removed)
     plan_event(w, name, 'delete', revision, nil)
   end
   start_writing(w)
+  keep_reply(w, fname, revision and '1' or '0')
   if not revision then
     return 0
   end

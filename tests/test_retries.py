@@ -1,0 +1,163 @@
+"""Writes whose reply is lost are retried and applied at most once.
+
+A TCP proxy between client and server forwards a write call, lets the
+server answer, and then drops the connection instead of passing the answer
+on: the client cannot know whether the write happened and retries it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+import redismem
+from redismem import keys as K
+from redismem.server import ServerState
+
+
+class ReplyLosingProxy:
+    """Forwards every byte both ways, except that the reply to each of the
+    first ``drops`` commands naming one of ``functions`` is swallowed and
+    the client's connection closed (the server did run the command). With
+    ``again``, a command sent again just after its reply was lost gets its
+    reply; without, it loses it too."""
+
+    def __init__(self, upstream_port: int, functions: tuple[str, ...], drops: int,
+                 again: bool) -> None:
+        self.upstream_port = upstream_port
+        self.functions = tuple(f.encode() for f in functions)
+        self.drops = drops
+        self.again = again
+        self.dropped = 0
+        self.last_dropped = b""
+        self._server: asyncio.Server | None = None
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+
+    async def close(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        await self._server.wait_closed()
+
+    async def _serve(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        server_r, server_w = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+        swallow = asyncio.Event()  # the next reply is to be lost
+
+        async def upstream() -> None:
+            while chunk := await client_r.read(65536):
+                head = chunk[:64]  # FCALL <function> ...
+                wanted = b"\r\nFCALL\r\n" in head and any(f in head for f in self.functions)
+                if wanted and self.dropped < self.drops and (
+                        not self.again or chunk != self.last_dropped):
+                    self.dropped += 1
+                    self.last_dropped = chunk
+                    swallow.set()
+                server_w.write(chunk)
+                await server_w.drain()
+
+        async def downstream() -> None:
+            while reply := await server_r.read(65536):
+                if swallow.is_set():
+                    return  # the server ran the command; the client never hears of it
+                client_w.write(reply)
+                await client_w.drain()
+
+        tasks = [asyncio.create_task(upstream()), asyncio.create_task(downstream())]
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in tasks:
+                task.cancel()
+            for writer in (client_w, server_w):
+                writer.close()
+
+
+@asynccontextmanager
+async def through_proxy(state: ServerState, ns: str, *functions: str, drops: int = 1,
+                        again: bool = True
+                        ) -> AsyncIterator[tuple[redismem.Memory, ReplyLosingProxy]]:
+    proxy = ReplyLosingProxy(state.port, functions, drops, again)
+    await proxy.start()
+    parts = urlsplit(state.url)
+    url = urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{state.port}",
+                                                                f":{proxy.port}")))
+    try:
+        async with await redismem.connect(url, namespace=ns, principal="tester") as mem:
+            yield mem, proxy
+    finally:
+        await proxy.close()
+
+
+WRITES = ("redismem_set_values", "redismem_modify_value", "redismem_delete_value",
+          "redismem_set_vectors", "redismem_delete_vector")
+
+
+async def events(mem: redismem.Memory) -> list[tuple[str, str, int]]:
+    page = await mem.changes(after=0)
+    return [(e.key, e.action, e.revision) for e in page.items]
+
+
+async def test_a_set_whose_reply_is_lost_is_applied_once(redis_server: ServerState,
+                                                        ns: str) -> None:
+    async with through_proxy(redis_server, ns, "redismem_set_values") as (mem, proxy):
+        scope = mem.session("s")
+        assert await scope.set("k", "v") == 1
+        assert proxy.dropped == 1
+        assert await scope.get("k") == redismem.MemoryValue("v", 1, True)
+        assert await events(mem) == [("k", "set", 1)]
+
+
+async def test_a_compare_and_set_whose_reply_is_lost_reports_its_own_success(
+        redis_server: ServerState, ns: str) -> None:
+    async with through_proxy(redis_server, ns, "redismem_set_values", drops=2) as (mem, proxy):
+        scope = mem.session("s")
+        assert await scope.set("k", 1, expected_revision=0) == 1
+        assert await scope.set("k", 2, expected_revision=1) == 2  # no false conflict
+        assert proxy.dropped == 2
+        assert await events(mem) == [("k", "set", 1), ("k", "set", 2)]
+
+
+async def test_set_many_incr_append_delete_with_lost_replies_apply_once(
+        redis_server: ServerState, ns: str) -> None:
+    async with through_proxy(redis_server, ns, *WRITES, drops=100) as (mem, proxy):
+        scope = mem.session("s")
+        assert await scope.set_many({"a": 1, "b": 2}) == {"a": 1, "b": 1}
+        assert (await scope.incr("n", 5)).value == 5
+        assert await scope.incr("n", 5) == redismem.MemoryValue(10, 2, True)
+        await scope.append("log", "x")
+        assert await scope.delete("a") is True
+        await scope.set_vector("v", [1.0, 0.0], {"c": 1})
+        assert await scope.delete_vector("v") is True
+        assert proxy.dropped >= 7
+    async with await redismem.connect(redis_server.url, namespace=ns) as mem:
+        scope = mem.session("s")
+        assert (await scope.get("n")).value == 10
+        assert (await scope.get("log")).value == ["x"]
+        assert await events(mem) == [("a", "set", 1), ("b", "set", 1), ("n", "set", 1),
+                                     ("n", "set", 2), ("log", "set", 1), ("a", "delete", 2),
+                                     ("v", "set", 1), ("v", "delete", 2)]
+
+
+async def test_a_write_is_not_retried_forever(redis_server: ServerState, ns: str) -> None:
+    """Every reply lost: the call gives up with the connection error (its
+    outcome unknown to the caller) after a bounded number of attempts, and
+    the write was applied exactly once."""
+    async with through_proxy(redis_server, ns, "redismem_set_values", drops=1000,
+                             again=False) as (mem, proxy):
+        with pytest.raises(RedisConnectionError):
+            await mem.session("s").set("k", "v")
+        assert 2 <= proxy.dropped <= 10
+    async with await redismem.connect(redis_server.url, namespace=ns) as mem:
+        assert await mem.session("s").get("k") == redismem.MemoryValue("v", 1, True)
+        assert len(await mem.client.xrange(K.feed(ns))) == 1
