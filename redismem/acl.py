@@ -134,7 +134,7 @@ def rules(role: Role, user: str, *, search: bool = True) -> list[str]:
     me = K.glob_escape(user)
     searches = SEARCH if search else ()
     counters = [f"{b}seq", f"{b}feedsz"]
-    who = [f"{b}who:{me}:*"]
+    who = [K.principal_pattern(ns, user)]
     requests = Grant(_rw(who), REQUEST_COMMANDS)
     if role.name == "admin":
         # every key of the namespace but other principals' keys
