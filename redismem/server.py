@@ -26,6 +26,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import random
 import secrets
 import shutil
 import signal
@@ -120,12 +121,31 @@ def find_binaries() -> Binaries:
     return Binaries(server, modules or ())
 
 
+def ephemeral_ports() -> tuple[int, int]:
+    """The range the kernel picks outgoing connections' local ports from."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 65535
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    """A TCP port on 127.0.0.1 that was free a moment ago, below the
+    ephemeral range: while a server is down, clients retrying it must not
+    be given its port as their own local port (a socket connecting to a
+    port nobody listens on can connect to itself), which would keep it
+    from listening there again."""
+    low, _ = ephemeral_ports()
+    rng = random.SystemRandom()
+    for _ in range(100):
+        port = rng.randrange(max(1024, low - 12_000), low)
+        if _port_free(port):
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+        found: int = sock.getsockname()[1]
+        return found
 
 
 def _port_free(port: int, wait: float = 0.0) -> bool:

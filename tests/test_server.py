@@ -10,7 +10,7 @@ import redis
 
 import redismem
 from redismem import server
-from redismem.server import EmbeddedServer
+from redismem.server import EmbeddedServer, ephemeral_ports, free_port
 
 
 def test_second_process_attaches(tmp_path: Path) -> None:
@@ -186,3 +186,16 @@ async def test_users_made_on_the_embedded_server_outlive_a_restart(tmp_path: Pat
         anonymous.close()
     finally:
         EmbeddedServer(data).stop()
+
+
+def test_the_server_port_is_never_one_a_client_could_be_given() -> None:
+    """Found by the fault suite: after a server was killed, a client
+    retrying its port was given that same port as its own local port (a
+    connection to a port nobody listens on can connect to itself), and the
+    restart failed with 'Address already in use'. The kernel hands out
+    local ports only from the ephemeral range, so the server's port lies
+    below it."""
+    low, high = ephemeral_ports()
+    ports = {free_port() for _ in range(50)}
+    assert all(1024 <= port < low for port in ports), (low, high, sorted(ports))
+    assert len(ports) > 1
