@@ -104,11 +104,16 @@ def _library_event(entry_id: bytes, fields: dict[bytes, bytes]) -> MemoryChangeE
 
 
 async def oldest_sequence(client: Redis, ns: str) -> int:
-    """The first retained sequence (one past the last when nothing is retained)."""
+    """The first retained sequence (one past the last when nothing is retained).
+
+    The counter is read before the stream: when the stream turns out empty,
+    the counter read earlier is at most the current one, so a write landing
+    between the two reads can make the answer too low (caught later by the
+    gap check of ``watch``), never too high (a cursor wrongly expired)."""
+    last = await client.get(K.sequence(ns))
     first = cast(Entries, await client.xrange(K.feed(ns), count=1))
     if first:
         return int(first[0][0].split(b"-", 1)[0])
-    last = await client.get(K.sequence(ns))
     return int(last or 0) + 1
 
 

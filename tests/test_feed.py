@@ -248,3 +248,35 @@ async def test_four_processes_500_writes_each(rmem: redismem.Memory, redis_url: 
     for key, revisions in by_key.items():
         assert revisions == list(range(1, len(revisions) + 1)), key
     assert {e.principal for e in events} == {"w0", "w1", "w2", "w3"}
+
+
+@pytest.mark.parametrize("reader", ["changes", "watch"])
+@pytest.mark.parametrize("between", ["xrange", "get"])
+async def test_a_first_write_racing_a_new_reader_is_not_an_expired_cursor(
+        rmem: redismem.Memory, redis_url: str, between: str, reader: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by the fault suite: the oldest retained sequence was read in two
+    steps (the stream's first entry, then the counter), so the first write
+    of a namespace landing in between made cursor 0 look expired. The
+    write is made to land just before one of the two reads, in turn."""
+    client = rmem.client
+    real = getattr(client, between)
+    writer = await redismem.connect(redis_url, namespace=rmem.namespace)
+
+    async def write_first(*args: object, **kwargs: object) -> object:
+        monkeypatch.setattr(client, between, real)
+        await writer.session("s").set("k", 1)
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(client, between, write_first)
+    try:
+        if reader == "changes":
+            page = await rmem.changes(after=0)
+            assert page.oldest_sequence == 1
+            assert [e.sequence for e in page.items] == [1]
+        else:
+            async for event in rmem.watch("*", after=0):
+                assert event.sequence == 1
+                break
+    finally:
+        await writer.close()
