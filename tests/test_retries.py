@@ -1,13 +1,13 @@
 """Writes whose reply is lost are retried and applied at most once.
 
-A TCP proxy between client and server forwards a write call, lets the
-server answer, and then drops the connection instead of passing the answer
-on: the client cannot know whether the write happened and retries it.
+A TCP proxy between client and server (tests/faults/proxy.py) forwards a
+write call, lets the server answer, and then drops the connection instead
+of passing the answer on: the client cannot know whether the write
+happened and retries it.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from urllib.parse import urlsplit, urlunsplit
@@ -19,82 +19,41 @@ import redismem
 from redismem import keys as K
 from redismem.server import ServerState
 
+from .faults.proxy import Proxy, is_fcall
 
-class ReplyLosingProxy:
-    """Forwards every byte both ways, except that the reply to each of the
-    first ``drops`` commands naming one of ``functions`` is swallowed and
-    the client's connection closed (the server did run the command). With
-    ``again``, a command sent again just after its reply was lost gets its
-    reply; without, it loses it too."""
 
-    def __init__(self, upstream_port: int, functions: tuple[str, ...], drops: int,
-                 again: bool) -> None:
-        self.upstream_port = upstream_port
+class Losing:
+    """Which replies to lose: those of the first ``drops`` calls of one of
+    ``functions``. With ``again``, a call sent again just after its reply
+    was lost gets its reply; without, it loses it too."""
+
+    def __init__(self, functions: tuple[str, ...], drops: int, again: bool) -> None:
         self.functions = tuple(f.encode() for f in functions)
-        self.drops = drops
-        self.again = again
+        self.drops, self.again = drops, again
         self.dropped = 0
-        self.last_dropped = b""
-        self._server: asyncio.Server | None = None
+        self.last = b""
 
-    @property
-    def port(self) -> int:
-        assert self._server is not None
-        return int(self._server.sockets[0].getsockname()[1])
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-
-    async def close(self) -> None:
-        assert self._server is not None
-        self._server.close()
-        await self._server.wait_closed()
-
-    async def _serve(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
-        server_r, server_w = await asyncio.open_connection("127.0.0.1", self.upstream_port)
-        swallow = asyncio.Event()  # the next reply is to be lost
-
-        async def upstream() -> None:
-            while chunk := await client_r.read(65536):
-                head = chunk[:64]  # FCALL <function> ...
-                wanted = b"\r\nFCALL\r\n" in head and any(f in head for f in self.functions)
-                if wanted and self.dropped < self.drops and (
-                        not self.again or chunk != self.last_dropped):
-                    self.dropped += 1
-                    self.last_dropped = chunk
-                    swallow.set()
-                server_w.write(chunk)
-                await server_w.drain()
-
-        async def downstream() -> None:
-            while reply := await server_r.read(65536):
-                if swallow.is_set():
-                    return  # the server ran the command; the client never hears of it
-                client_w.write(reply)
-                await client_w.drain()
-
-        tasks = [asyncio.create_task(upstream()), asyncio.create_task(downstream())]
-        try:
-            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in tasks:
-                task.cancel()
-            for writer in (client_w, server_w):
-                writer.close()
+    def __call__(self, command: bytes) -> bool:
+        wanted = is_fcall(command) and any(f in command[:64] for f in self.functions)
+        if wanted and self.dropped < self.drops and (not self.again or command != self.last):
+            self.dropped += 1
+            self.last = command
+            return True
+        return False
 
 
 @asynccontextmanager
 async def through_proxy(state: ServerState, ns: str, *functions: str, drops: int = 1,
-                        again: bool = True
-                        ) -> AsyncIterator[tuple[redismem.Memory, ReplyLosingProxy]]:
-    proxy = ReplyLosingProxy(state.port, functions, drops, again)
+                        again: bool = True) -> AsyncIterator[tuple[redismem.Memory, Losing]]:
+    losing = Losing(functions, drops, again)
+    proxy = Proxy(state.port, losing)
     await proxy.start()
     parts = urlsplit(state.url)
     url = urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{state.port}",
                                                                 f":{proxy.port}")))
     try:
         async with await redismem.connect(url, namespace=ns, principal="tester") as mem:
-            yield mem, proxy
+            yield mem, losing
     finally:
         await proxy.close()
 

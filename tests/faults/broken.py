@@ -19,6 +19,9 @@ PATCHES: dict[str, tuple[str, str]] = {
     "feed": ("  begin_writes(w)\n  for _, item in ipairs(items) do\n"
              "    plan_event(w, item.key, 'set', item.revision, item.json)\n",
              "  begin_writes(w)\n  for _, item in ipairs(items) do\n"),
+    # request ids ignored: a call sent again after a lost reply applies again
+    "retry": ("local function kept_reply(w, name)\n  if not w.request then",
+              "local function kept_reply(w, name)\n  if true then"),
 }
 
 

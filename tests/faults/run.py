@@ -6,9 +6,12 @@ The nemesis is this process. On a seeded schedule it injects, in turn:
 dropped, calls in flight included), ``pause`` (SIGSTOP of the server for
 longer than the clients' socket timeout, then SIGCONT), ``server-kill``
 (SIGKILL, then a restart on the same data directory and port; the feed and
-threads are read right after, for the durability check) and
+threads are read right after, for the durability check),
 ``process-kill`` (SIGKILL of a client process mid-work; a new one takes
-its place). The server runs with ``appendfsync always``.
+its place) and ``lost-reply`` (clients reach the server through a proxy,
+tests/faults/proxy.py, which for a moment lets the server run each library
+call and then drops the connection instead of the reply). The server runs
+with ``appendfsync always``.
 """
 
 from __future__ import annotations
@@ -36,10 +39,12 @@ from redismem.server import EmbeddedServer, free_port
 from . import checks
 from .broken import installed
 from .history import UNKNOWN, Op, load
+from .proxy import ThreadedProxy
 from .workload import THREADS
 
 REPO = Path(__file__).resolve().parents[2]
-FAULTS = ("client-kill", "pause", "server-kill", "process-kill")
+FAULTS = ("client-kill", "pause", "server-kill", "process-kill", "lost-reply")
+LOSING_SECONDS = 0.3
 NAMESPACE = "faults"
 SOCKET_TIMEOUT = 0.5
 PAUSES = (1.5, 6.0)
@@ -71,6 +76,8 @@ class Report:
     events: int
     problems: dict[str, list[str]]
     seconds: float
+    lost_replies: int
+    """Replies the proxy swallowed (each call then retried)."""
 
     @property
     def ok(self) -> bool:
@@ -86,7 +93,8 @@ class Report:
             "calls: " + ", ".join(f"{name} {n}" for name, n in sorted(calls.items())),
             "outcomes: " + ", ".join(f"{name} {n}" for name, n in sorted(outcomes.items())),
             "faults: " + ", ".join(f"{name} {self.faults[name]}" for name in FAULTS
-                                  if name in self.config.faults),
+                                  if name in self.config.faults)
+            + f"; {self.lost_replies} replies lost",
             "unknown outcomes after: " + ", ".join(
                 f"{name} {self.unknown_by_fault[name]}" for name in (*FAULTS, "none")
                 if self.unknown_by_fault[name]),
@@ -142,8 +150,9 @@ class Fleet:
 
 
 class Nemesis:
-    def __init__(self, config: Config, server: EmbeddedServer, fleet: Fleet) -> None:
-        self.config, self.server, self.fleet = config, server, fleet
+    def __init__(self, config: Config, server: EmbeddedServer, fleet: Fleet,
+                 proxy: ThreadedProxy) -> None:
+        self.config, self.server, self.fleet, self.proxy = config, server, fleet, proxy
         self.rng = random.Random(config.seed)
         self.log: list[tuple[int, str]] = []
         self.kills: list[dict[str, Any]] = []
@@ -175,6 +184,8 @@ class Nemesis:
             proc.kill()
             proc.wait()
             self.fleet.start_client()
+        elif fault == "lost-reply":
+            self.proxy.lose_for(LOSING_SECONDS)
 
     def _read_back(self) -> dict[str, Any]:
         """The feed's (key, revision) pairs and the thread event ids, as the
@@ -262,12 +273,16 @@ def _watcher_logs(config: Config, names: list[str]) -> dict[str, list[dict[str, 
 
 
 def _unknown_by_fault(ops: list[Op], log: list[tuple[int, str]]) -> Counter[str]:
-    """Each unknown outcome, by the last fault injected before the call."""
+    """Each unknown outcome by its fault: a call never completed was cut by
+    its process's kill; one given up, by the last fault before that."""
     out: Counter[str] = Counter()
     for op in ops:
         if op.outcome != UNKNOWN:
             continue
-        before = [fault for at, fault in log if at <= (op.gave_up or op.invoke)]
+        if op.gave_up is None:
+            out["process-kill"] += 1
+            continue
+        before = [fault for at, fault in log if at <= op.gave_up]
         out[before[-1] if before else "none"] += 1
     return out
 
@@ -278,9 +293,12 @@ def run(config: Config) -> Report:
     config.workdir.mkdir(parents=True)
     server = EmbeddedServer(config.workdir / "data", appendfsync="always", port=free_port())
     state = server.start()
-    url = f"{state.url}?socket_timeout={SOCKET_TIMEOUT}&socket_connect_timeout={SOCKET_TIMEOUT}"
+    proxy = ThreadedProxy(state.port)
+    direct = f":{state.port}/"
+    url = (state.url.replace(direct, f":{proxy.port}/")
+           + f"?socket_timeout={SOCKET_TIMEOUT}&socket_connect_timeout={SOCKET_TIMEOUT}")
     fleet = Fleet(config, url)
-    nemesis = Nemesis(config, server, fleet)
+    nemesis = Nemesis(config, server, fleet, proxy)
     try:
         for _ in range(config.processes):
             fleet.start_client()
@@ -293,6 +311,7 @@ def run(config: Config) -> Report:
             final = asyncio.run(final_reads(state.url, rng))
     finally:
         fleet.stop()
+        proxy.close()
         server.stop()
     ops = load(sorted(config.workdir.glob("p*-t*.jsonl")))
     events = final.events
@@ -306,5 +325,5 @@ def run(config: Config) -> Report:
     }
     faults = Counter(fault for _, fault in nemesis.log)
     return Report(config, ops, faults, _unknown_by_fault(ops, nemesis.log), len(events),
-                  problems, time.monotonic() - started)
+                  problems, time.monotonic() - started, proxy.proxy.lost)
 
