@@ -180,7 +180,7 @@ async def _watch(client: Redis, ns: str, wanted: EventFilter, after: int | None,
     oldest = await oldest_sequence(client, ns)
     if last + 1 < oldest:
         raise _expired(last, oldest)
-    block_ms = max(1, int(interval * 1000))
+    block_ms = _block_ms(client, interval)
     while not stopped():
         # RESP2 reply: [(stream, entries)], or None when the block timed out
         reply = cast(list[tuple[bytes, Entries]] | None, await client.xread(
@@ -199,6 +199,15 @@ async def _watch(client: Redis, ns: str, wanted: EventFilter, after: int | None,
                     yield event
                     if stopped():
                         return
+
+
+def _block_ms(client: Redis, interval: float) -> int:
+    """One blocking read: ``interval``, but at most half the socket timeout,
+    so that a quiet feed is not taken for a lost connection."""
+    pool = getattr(client, "connection_pool", None)
+    timeout = getattr(pool, "connection_kwargs", {}).get("socket_timeout")
+    seconds = min(interval, timeout / 2) if timeout else interval
+    return max(1, int(seconds * 1000))
 
 
 def _expired(after: int, oldest: int) -> CursorExpiredError:

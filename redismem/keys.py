@@ -82,14 +82,13 @@ REQUEST_BUCKET_MS = 60_000
 client's clock (lua/lib/55_requests.lua)."""
 
 
-def principal(ns: str, who: str, at_ms: int | None = None) -> str:
-    """The principal's key of the minute ``at_ms`` (default: now). Write
-    calls pass their principal's, so the server's ACL (which lets a user
-    name only its own) proves who is writing; the hash keeps the replies of
-    the principal's requests of about that minute, so a retried call is
-    applied once (``lua/lib/55_requests.lua``)."""
-    now = time.time_ns() // 1_000_000 if at_ms is None else at_ms
-    return f"{base(ns)}who:{who}:{now // REQUEST_BUCKET_MS}"
+def principal(ns: str, who: str) -> str:
+    """The principal's key of this minute. Write calls pass their
+    principal's, so the server's ACL (which lets a user name only its own)
+    proves who is writing; the hash keeps the replies of the principal's
+    requests of about that minute, so a retried call is applied once
+    (``lua/lib/55_requests.lua``)."""
+    return f"{base(ns)}who:{who}:{time.time_ns() // 1_000_000 // REQUEST_BUCKET_MS}"
 
 
 def principal_pattern(ns: str, who: str) -> str:

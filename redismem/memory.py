@@ -355,7 +355,7 @@ request id that the library applies once (``lua/lib/55_requests.lua``)."""
 SOCKET_TIMEOUT = 5.0
 """Seconds to wait for a reply (or a connection) before the attempt counts
 as lost; ``?socket_timeout=`` in the URL overrides it. All attempts of one
-call end within about 45 s, well inside the two minutes a write's request
+call end within about 40 s, well inside the two minutes a write's request
 id is remembered."""
 
 

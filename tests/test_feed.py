@@ -280,3 +280,21 @@ async def test_a_first_write_racing_a_new_reader_is_not_an_expired_cursor(
                 break
     finally:
         await writer.close()
+
+
+async def test_a_watch_interval_longer_than_the_socket_timeout_still_blocks(
+        redis_url: str, ns: str) -> None:
+    """A blocking read is cut to half the socket timeout, so a quiet feed
+    with ``interval`` above the timeout is not taken for a lost server."""
+    async with await redismem.connect(f"{redis_url}?socket_timeout=0.4", namespace=ns) as mem:
+        stop = asyncio.Event()
+
+        async def watcher() -> list[str]:
+            return [e.key async for e in mem.watch("*", after=None, interval=3, stop=stop)]
+
+        task = asyncio.create_task(watcher())
+        await asyncio.sleep(1.5)  # several socket timeouts of a quiet feed
+        await mem.session("s").set("late", 1)
+        await asyncio.sleep(0.3)
+        stop.set()
+        assert await asyncio.wait_for(task, 3) == ["late"]
