@@ -1,6 +1,7 @@
 """The long fault run: client processes doing a mixed workload while a
-nemesis drops connections, pauses and kills the server and kills clients;
-then every checker (tests/faults/checks.py) over the whole history.
+nemesis drops connections and replies, pauses and kills the server and
+kills clients; then every checker (tests/faults/checks.py) over the whole
+history.
 
     python scripts/faults.py --minutes 10 --processes 4
 
