@@ -357,7 +357,9 @@ class EmbeddedServer:
         binaries = find_binaries()
         remembered = self.remembered()
         port = self.port or remembered.get("port") or free_port()
-        if not self.port and not _port_free(port, wait=_PORT_WAIT):
+        if not _port_free(port, wait=_PORT_WAIT):
+            if self.port:
+                raise ServerStartError(f"port {port} is in use by another process")
             port = free_port()
         fsync = self.appendfsync or remembered.get("appendfsync") or "everysec"
         data_dir = self.data_dir.resolve()

@@ -22,6 +22,7 @@ import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -34,6 +35,7 @@ import redis
 
 import redismem
 from redismem import keys as K
+from redismem.errors import ServerStartError
 from redismem.server import EmbeddedServer, free_port
 
 from . import checks
@@ -78,6 +80,8 @@ class Report:
     seconds: float
     lost_replies: int
     """Replies the proxy swallowed (each call then retried)."""
+    port_waits: int
+    """Restarts that found the server's port held (restarts.log says by what)."""
 
     @property
     def ok(self) -> bool:
@@ -94,7 +98,8 @@ class Report:
             "outcomes: " + ", ".join(f"{name} {n}" for name, n in sorted(outcomes.items())),
             "faults: " + ", ".join(f"{name} {self.faults[name]}" for name in FAULTS
                                   if name in self.config.faults)
-            + f"; {self.lost_replies} replies lost",
+            + f"; {self.lost_replies} replies lost; {self.port_waits} restarts found the port "
+            "held",
             "unknown outcomes after: " + ", ".join(
                 f"{name} {self.unknown_by_fault[name]}" for name in (*FAULTS, "none")
                 if self.unknown_by_fault[name]),
@@ -156,6 +161,7 @@ class Nemesis:
         self.rng = random.Random(config.seed)
         self.log: list[tuple[int, str]] = []
         self.kills: list[dict[str, Any]] = []
+        self.port_waits = 0
 
     def _client(self) -> redis.Redis:
         state = self.server.state()
@@ -176,7 +182,7 @@ class Nemesis:
         elif fault == "server-kill":
             at = time.monotonic_ns()
             self.server.kill()
-            self.server.start()
+            self._restart()
             self.kills.append({"at": at, **self._read_back()})
         elif fault == "process-kill":
             name = self.rng.choice(sorted(self.fleet.clients))
@@ -186,6 +192,29 @@ class Nemesis:
             self.fleet.start_client()
         elif fault == "lost-reply":
             self.proxy.lose_for(LOSING_SECONDS)
+
+    def _restart(self) -> None:
+        """Start the server again on its port; while something still holds
+        the port, note what (ss) and try again, for up to a minute."""
+        deadline = time.monotonic() + 60
+        while True:
+            if not _bindable(self.server.port):
+                self._note_port_holders()
+            try:
+                self.server.start()
+                return
+            except ServerStartError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(1)
+
+    def _note_port_holders(self) -> None:
+        port = self.server.port
+        held = subprocess.run(["ss", "-tanp", f"( sport = :{port} )"],
+                              capture_output=True, text=True, check=False).stdout
+        with (self.config.workdir / "restarts.log").open("a") as log:
+            log.write(f"{time.monotonic_ns()} port {port} held:\n{held}\n")
+        self.port_waits += 1
 
     def _read_back(self) -> dict[str, Any]:
         """The feed's (key, revision) pairs and the thread event ids, as the
@@ -214,6 +243,17 @@ class Nemesis:
                 order = list(self.config.faults)
                 self.rng.shuffle(order)
             self.inject(order.pop())
+
+
+def _bindable(port: int | None) -> bool:
+    """Whether redis-server could listen on ``port`` now (it uses SO_REUSEADDR)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port or 0))
+        except OSError:
+            return False
+        return True
 
 
 def _event(e: redismem.MemoryChangeEvent) -> dict[str, Any]:
@@ -325,5 +365,5 @@ def run(config: Config) -> Report:
     }
     faults = Counter(fault for _, fault in nemesis.log)
     return Report(config, ops, faults, _unknown_by_fault(ops, nemesis.log), len(events),
-                  problems, time.monotonic() - started, proxy.proxy.lost)
+                  problems, time.monotonic() - started, proxy.proxy.lost, nemesis.port_waits)
 
