@@ -150,16 +150,17 @@ def rules(role: Role, user: str, *, search: bool = True) -> list[str]:
         memories = [f"{b}ltm:*", f"{b}ltmz:*", f"{b}ltmdim"]
         registry = [f"{b}scopes", f"{b}ltmusers"]
         grants = [
-            # every write call declares the counters and its who: key: they
-            # come first, as Redis tries patterns in order
+            # every write call declares the counters and its who: key and
+            # writes the who: key: they come first, as Redis tries selectors
+            # and patterns in order
             Grant(_rw([*counters, *who, *scopes, *threads, *memories]), ("+fcall",)),
+            requests,
             Grant(_rw(scopes), SCOPE_WRITES),
             Grant(_rw(counters), COUNTER_WRITES),
             Grant(_rw([f"{b}feed"]), FEED_WRITES),
             Grant(_rw(registry), REGISTRY_WRITES),
             Grant(_rw(threads), THREAD_WRITES),
             Grant(_rw(memories), MEMORY_WRITES),
-            requests,
         ]
         return ["resetchannels", f"%R~{b}*", f"~{b}idx:*", *CONNECT, *READS, *searches,
                 *(grant.rule() for grant in grants)]
@@ -173,10 +174,10 @@ def rules(role: Role, user: str, *, search: bool = True) -> list[str]:
     readable = [*granted, *_scope_families(ns, "global", "_"), f"{b}cfg"]
     grants = [
         Grant(_rw([*counters, *who, *granted]), ("+fcall",)),
+        requests,
         Grant(_rw(granted), SCOPE_WRITES),
         Grant(_rw(counters), ("+get", *COUNTER_WRITES)),
         Grant((f"%W~{b}feed", f"%W~{b}scopes"), (*FEED_WRITES, *REGISTRY_WRITES)),
-        requests,
     ]
     return ["resetchannels", *_read(readable), *CONNECT, *READS,
             *(grant.rule() for grant in grants)]
