@@ -210,8 +210,11 @@ class Nemesis:
 
     def _note_port_holders(self) -> None:
         port = self.server.port
-        held = subprocess.run(["ss", "-tanp", f"( sport = :{port} )"],
-                              capture_output=True, text=True, check=False).stdout
+        try:
+            held = subprocess.run(["ss", "-tanp", f"( sport = :{port} )"],
+                                  capture_output=True, text=True, check=False).stdout
+        except FileNotFoundError:
+            held = "(no ss on this machine)"
         with (self.config.workdir / "restarts.log").open("a") as log:
             log.write(f"{time.monotonic_ns()} port {port} held:\n{held}\n")
         self.port_waits += 1
