@@ -12,13 +12,14 @@ import contextlib
 import hashlib
 import re
 import secrets
-from collections.abc import Awaitable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal, cast
 
 from redis.asyncio import Redis
+from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.exceptions import NoPermissionError, ResponseError
 
 from . import limits
@@ -116,10 +117,28 @@ class ServerLibrary:
     digest: str
 
 
-async def server_library(client: Redis) -> ServerLibrary | None:
-    """The redismem library loaded on the server, or None."""
-    listed = await cast(Awaitable[Any], client.function_list(library=LIBRARY_NAME,
-                                                               withcode=True))
+def is_cluster(client: Redis) -> bool:
+    """Whether ``client`` is a Redis Cluster client (redis-py's ``RedisCluster``)."""
+    return isinstance(client, RedisCluster)
+
+
+def _on(client: Redis, node: ClusterNode | None) -> Callable[..., Awaitable[Any]]:
+    """Run a command on ``client``'s server, or on one node of a cluster."""
+    if node is None:
+        return client.execute_command
+
+    async def run(*args: Any) -> Any:
+        return await client.execute_command(  # type: ignore[no-untyped-call]
+            *args, target_nodes=node)
+    return run
+
+
+async def server_library(client: Redis, node: ClusterNode | None = None
+                         ) -> ServerLibrary | None:
+    """The redismem library loaded on the server (or on one node of a
+    cluster), or None."""
+    run = _on(client, node)
+    listed = await run("FUNCTION", "LIST", "LIBRARYNAME", LIBRARY_NAME, "WITHCODE")
     if not listed:
         return None
     entry = listed[0]
@@ -127,7 +146,7 @@ async def server_library(client: Redis) -> ServerLibrary | None:
     code = fields.get(b"library_code", fields.get("library_code", b""))
     digest = code_digest(code if isinstance(code, bytes) else str(code).encode())
     try:
-        version = int(await client.fcall_ro("redismem_version", 0))
+        version = int(await run("FCALL_RO", "redismem_version", 0))
     except ResponseError:
         version = 0  # a library without a working version function is older than any
     return ServerLibrary(version, digest)
@@ -140,9 +159,9 @@ async def server_version(client: Redis) -> int | None:
 
 
 async def ensure_library(client: Redis, *, force: bool = False) -> LoadResult:
-    """Load the bundled library when the server lacks it or holds an older one.
-    A library of this package's version is trusted only when its code is
-    this package's, byte for byte (SHA-256).
+    """Load the bundled library when the server lacks it or holds an older one
+    (on a cluster: on every primary). A library of this package's version is
+    trusted only when its code is this package's, byte for byte (SHA-256).
 
     Args:
         client: the connection.
@@ -153,8 +172,18 @@ async def ensure_library(client: Redis, *, force: bool = False) -> LoadResult:
         LibraryDigestError: the server's library claims this version with other
             code (and not ``force``).
     """
+    if not is_cluster(client):
+        return await _ensure_on(client, None, force)
+    results = [await _ensure_on(client, node, force)
+               for node in cast(RedisCluster, client).get_primaries()]
+    changed = [r for r in results if r.action != "unchanged"]
+    return changed[0] if changed else results[0]
+
+
+async def _ensure_on(client: Redis, node: ClusterNode | None, force: bool) -> LoadResult:
     source = bundled()
-    found = await server_library(client)
+    run = _on(client, node)
+    found = await server_library(client, node)
     previous = None if found is None else found.version
     if found is not None and found.version == source.version and not force:
         if found.digest == source.digest:
@@ -170,7 +199,8 @@ async def ensure_library(client: Redis, *, force: bool = False) -> LoadResult:
             f"package's {source.version}; upgrade redismem instead of downgrading the library"
         )
     try:
-        await cast(Awaitable[Any], client.function_load(source.code, replace=previous is not None))
+        await run("FUNCTION", "LOAD", *(("REPLACE",) if previous is not None else ()),
+                  source.code)
     except NoPermissionError:
         have = "no redismem library" if previous is None else f"library version {previous}"
         raise PermissionDeniedError(
@@ -181,7 +211,7 @@ async def ensure_library(client: Redis, *, force: bool = False) -> LoadResult:
         if "already exists" not in str(exc):
             raise
         # another process loaded it between our check and our load: check again
-        return await ensure_library(client, force=force)
+        return await _ensure_on(client, node, force)
     return LoadResult("loaded" if previous is None else "replaced", previous, source.version)
 
 

@@ -13,8 +13,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import Any, cast
+from urllib.parse import urlsplit, urlunsplit
 
 from redis.asyncio import Redis
+from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.connection import parse_url
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ResponseError
@@ -363,13 +366,60 @@ def _retry() -> Retry:
     return Retry(ExponentialWithJitterBackoff(base=0.05, cap=2.0), RETRIES)
 
 
+CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
+"""URL schemes of a Redis Cluster, and the scheme of one of its nodes."""
+
+
+def _cluster_client(url: str, scheme: str) -> Redis:
+    """redis-py's ``RedisCluster`` for ``redis+cluster://[auth@]host:port,host:port/...``
+    (every listed node is a startup node; the client finds the others). Typed
+    as ``Redis``: it answers the same commands, routed by key."""
+    parts = urlsplit(f"{CLUSTER_SCHEMES[scheme]}://{url.split('://', 1)[1]}")
+    auth, _, hosts = parts.netloc.rpartition("@")
+    nodes = []
+    for host in hosts.split(","):
+        name, _, port = host.rpartition(":")
+        if not name or not port.isdigit():
+            raise InvalidArgumentError(f"a cluster URL lists host:port pairs, got {host!r}")
+        nodes.append(ClusterNode(name, int(port)))
+    first = urlunsplit(parts._replace(netloc=f"{auth}@{hosts.split(',')[0]}" if auth
+                                      else hosts.split(",")[0]))
+    options: dict[str, Any] = {"socket_timeout": SOCKET_TIMEOUT,
+                               "socket_connect_timeout": SOCKET_TIMEOUT}
+    options.update(parse_url(first))
+    for name in ("host", "port", "db", "path"):
+        options.pop(name, None)
+    if options.pop("connection_class", None) is not None:  # rediss: TLS
+        options["ssl"] = True
+    return cast(Redis, RedisCluster(startup_nodes=nodes, retry=_retry(),
+                                    max_connections=MAX_CONNECTIONS, **options))
+
+
 async def open_client(url: str) -> Redis:
-    """A redis-py client for ``url`` (``memory://`` = in-process fakeredis)
-    that retries lost calls (:data:`RETRIES`)."""
+    """A redis-py client for ``url`` that retries lost calls
+    (:data:`RETRIES`): ``memory://`` = in-process fakeredis;
+    ``redis+cluster://`` (and a ``redis://`` or ``rediss://`` URL of a node
+    whose ``INFO cluster`` says ``cluster_enabled:1``) = a Redis Cluster
+    client."""
     if url.startswith(MEMORY_URL):
         return _memory_client()
-    return Redis.from_url(url, max_connections=MAX_CONNECTIONS, retry=_retry(),
-                          socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=SOCKET_TIMEOUT)
+    scheme = url.split("://", 1)[0]
+    if scheme in CLUSTER_SCHEMES:
+        return _cluster_client(url, scheme)
+    client = Redis.from_url(url, max_connections=MAX_CONNECTIONS, retry=_retry(),
+                            socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=SOCKET_TIMEOUT)
+    if scheme in ("redis", "rediss") and await _cluster_enabled(client):
+        await client.aclose()
+        return _cluster_client(f"{scheme}+cluster://{url.split('://', 1)[1]}", f"{scheme}+cluster")
+    return client
+
+
+async def _cluster_enabled(client: Redis) -> bool:
+    try:
+        info = await client.info("cluster")
+    except ResponseError:  # INFO not permitted: then not told
+        return False
+    return bool(info.get("cluster_enabled"))
 
 
 async def detect_capabilities(client: Redis, backend: str, library_version: int) -> Capabilities:

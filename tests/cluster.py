@@ -1,0 +1,118 @@
+"""A Redis Cluster on loopback for the tests: 3 primaries and 3 replicas of
+the embedded server's redis-server with its modules, formed from Python
+(CLUSTER ADDSLOTSRANGE, MEET, REPLICATE)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import redis
+
+from redismem.server import _port_free, find_binaries, free_port
+
+SLOTS = 16384
+BUS_OFFSET = 10_000  # a node's cluster bus listens on its port + 10000
+
+
+def _node_port() -> int:
+    while True:
+        port = free_port()
+        if port + BUS_OFFSET < 65536 and _port_free(port + BUS_OFFSET):
+            return port
+
+
+class LocalCluster:
+    def __init__(self, directory: Path, primaries: int = 3, replicas: int = 1,
+                 password: str = "cluster-test") -> None:
+        self.directory = directory
+        self.password = password
+        self.primaries, self.replicas = primaries, replicas
+        self.ports: list[int] = []
+        self.procs: dict[int, subprocess.Popen[bytes]] = {}
+
+    @property
+    def url(self) -> str:
+        hosts = ",".join(f"127.0.0.1:{port}" for port in self.ports[: self.primaries])
+        return f"redis+cluster://default:{self.password}@{hosts}/0"
+
+    def node_url(self, port: int) -> str:
+        return f"redis://default:{self.password}@127.0.0.1:{port}/0"
+
+    def client(self, port: int) -> redis.Redis:
+        return redis.Redis(port=port, password=self.password, socket_timeout=10)
+
+    def start_node(self) -> int:
+        port = _node_port()
+        data = self.directory / str(port)
+        data.mkdir(parents=True)
+        binaries = find_binaries()
+        args = [str(binaries.redis_server), "--port", str(port), "--bind", "127.0.0.1",
+                "--dir", str(data), "--cluster-enabled", "yes",
+                "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000",
+                "--appendonly", "yes", "--save", "", "--requirepass", self.password,
+                "--masterauth", self.password, "--logfile", str(data / "redis.log")]
+        for module in binaries.modules:
+            args += ["--loadmodule", str(module)]
+        self.procs[port] = subprocess.Popen(args, stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL)
+        self.ports.append(port)
+        self._wait(lambda: self._ping(port), f"node {port} to answer")
+        return port
+
+    def _ping(self, port: int) -> bool:
+        try:
+            with self.client(port) as client:
+                return bool(client.ping())
+        except redis.RedisError:
+            return False
+
+    @staticmethod
+    def _wait(ready: object, what: str, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not ready():  # type: ignore[operator]
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"waited {timeout} s for {what}")
+            time.sleep(0.05)
+
+    def start(self) -> LocalCluster:
+        for _ in range(self.primaries * (1 + self.replicas)):
+            self.start_node()
+        clients = [self.client(port) for port in self.ports]
+        try:
+            for index, client in enumerate(clients[: self.primaries]):
+                low = index * SLOTS // self.primaries
+                high = (index + 1) * SLOTS // self.primaries - 1
+                client.execute_command("CLUSTER", "ADDSLOTSRANGE", low, high)
+            for client in clients[1:]:
+                client.execute_command("CLUSTER", "MEET", "127.0.0.1", self.ports[0])
+            self._wait(lambda: all(len(c.execute_command("CLUSTER", "NODES").splitlines())
+                                   == len(clients) for c in clients), "every node to meet")
+            ids = [c.execute_command("CLUSTER", "MYID").decode() for c in clients]
+            for index, client in enumerate(clients[self.primaries:]):
+                primary = ids[index % self.primaries]
+                self._wait(lambda c=client, p=primary: self._replicate(c, p),
+                           "a replica to attach")
+            self._wait(lambda: all(b"cluster_state:ok" in c.execute_command("CLUSTER", "INFO")
+                                   for c in clients), "cluster_state:ok everywhere")
+        finally:
+            for client in clients:
+                client.close()
+        return self
+
+    @staticmethod
+    def _replicate(client: redis.Redis, primary: str) -> bool:
+        try:
+            client.execute_command("CLUSTER", "REPLICATE", primary)
+        except redis.ResponseError:  # the primary is not known to this node yet
+            return False
+        return True
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            proc.kill()
+        for proc in self.procs.values():
+            proc.wait()
+        shutil.rmtree(self.directory, ignore_errors=True)

@@ -1,0 +1,116 @@
+"""redismem on a real Redis Cluster (3 primaries, 3 replicas) started by the
+tests: the library on every primary, namespaces spread over the shards,
+every call routed to the owner of its namespace's slot."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from redis.asyncio.cluster import RedisCluster
+from redis.cluster import key_slot
+
+import redismem
+from redismem import keys as K
+from redismem.functions import bundled, server_library
+from redismem.store import RedisMemoryStore
+from redismem.types import MemoryEvent
+
+from .cluster import LocalCluster
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    local = LocalCluster(Path(tmp_path_factory.mktemp("cluster")))
+    try:
+        yield local.start()
+    finally:
+        local.stop()
+
+
+def owner(cluster: LocalCluster, ns: str) -> int:
+    """The port of the primary holding namespace ``ns``'s slot."""
+    slot = key_slot(K.feed(ns).encode())
+    with cluster.client(cluster.ports[0]) as client:
+        for low, high, primary, *_ in client.execute_command("CLUSTER", "SLOTS"):
+            if low <= slot <= high:
+                return int(primary[1])
+    raise AssertionError(f"no node holds slot {slot}")
+
+
+async def test_connect_loads_the_library_on_every_primary(cluster: LocalCluster) -> None:
+    async with await redismem.connect(cluster.url, namespace="lib") as mem:
+        assert isinstance(mem.client, RedisCluster)
+    source = bundled()
+    for port in cluster.ports[: cluster.primaries]:
+        client = redis.asyncio.Redis(port=port, password=cluster.password)
+        try:
+            found = await server_library(client)
+        finally:
+            await client.aclose()
+        assert found is not None and (found.version, found.digest) == (source.version,
+                                                                         source.digest)
+
+
+async def test_a_node_url_is_taken_for_the_cluster_it_belongs_to(cluster: LocalCluster) -> None:
+    async with await redismem.connect(cluster.node_url(cluster.ports[1]),
+                                      namespace="auto") as mem:
+        assert isinstance(mem.client, RedisCluster)
+        assert await mem.session("s").set("k", 1) == 1
+
+
+async def test_thirty_namespaces_over_every_shard_stay_correct_and_apart(
+        cluster: LocalCluster) -> None:
+    names = [f"c{i}" for i in range(30)]
+    assert {owner(cluster, ns) for ns in names} == set(cluster.ports[: cluster.primaries])
+
+    async def work(ns: str) -> None:
+        async with await redismem.connect(cluster.url, namespace=ns, principal="w") as mem:
+            scope = mem.session("s")
+            assert await scope.set("k", ns) == 1
+            with pytest.raises(redismem.ConflictError):
+                await scope.set("k", "stale", expected_revision=0)
+            assert await scope.set_many({"a": 1, "b": [ns]}) == {"a": 1, "b": 1}
+            assert (await scope.incr("n", 2)).value == 2
+            assert await scope.delete("a") is True
+            assert await scope.get("k") == redismem.MemoryValue(ns, 1, True)
+            assert (await scope.keys()).keys == ["b", "k", "n"]
+            page = await mem.changes(after=0)
+            assert [(e.key, e.action, e.revision) for e in page.items] == [
+                ("k", "set", 1), ("a", "set", 1), ("b", "set", 1), ("n", "set", 1),
+                ("a", "delete", 2)]
+            assert {e.value for e in page.items if e.key == "k"} == {ns}
+            seen = [e.key async for e in _take(mem.watch("*", after=3), 2)]
+            assert seen == ["n", "a"]
+
+    await asyncio.gather(*(work(ns) for ns in names))
+
+
+async def _take(events: object, n: int) -> object:
+    got = 0
+    async for event in events:  # type: ignore[attr-defined]
+        yield event
+        got += 1
+        if got == n:
+            return
+
+
+async def test_vectors_and_threads_live_on_their_namespace_shard(cluster: LocalCluster) -> None:
+    names = ["v0", "v1", "v2", "v3", "v4", "v5"]
+    assert len({owner(cluster, ns) for ns in names}) >= 2
+    for ns in names:
+        async with await redismem.connect(cluster.url, namespace=ns) as mem:
+            scope = mem.session("s")
+            await scope.set_vector("x", [1.0, 0.0, 0.0], {"ns": ns})
+            await scope.set_vector("y", [0.0, 1.0, 0.0], {"ns": ns})
+            hits = await scope.similarity_search([0.9, 0.1, 0.0], top_k=2)
+            assert [(h.key, h.metadata) for h in hits] == [("x", {"ns": ns}), ("y", {"ns": ns})]
+        async with RedisMemoryStore(cluster.url, namespace=ns) as store:
+            await store.append_event(MemoryEvent("e1", "t", None, "message", 1, {"ns": ns}))
+            await store.append_event(MemoryEvent("e1", "t", None, "message", 1, {"ns": ns}))
+            assert [e.payload for e in await store.get_recent_events("t")] == [{"ns": ns}]
