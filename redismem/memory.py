@@ -19,8 +19,10 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.connection import parse_url
 from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialWithJitterBackoff
-from redis.exceptions import ResponseError
+from redis.backoff import EqualJitterBackoff
+from redis.exceptions import ClusterDownError, ResponseError, SlotNotCoveredError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import _validate as check
 from . import feed, limits, server
@@ -350,24 +352,45 @@ concurrent calls fail with "Too many connections"; a blocking pool avoids
 that too but costs ~9 us on every call). Redis' own maxclients is 10,000."""
 
 
-RETRIES = 6
+RETRIES = 10
 """How often a call is sent again after a lost connection or a timeout,
-waiting 50 ms, 100 ms, ... up to 2 s (with jitter) in between. Every call
-is safe to send again: reads change nothing, and each write call carries a
-request id that the library applies once (``lua/lib/55_requests.lua``)."""
+waiting 50 ms, 100 ms, ... up to 2 s in between (each wait between half
+and all of that): 5.6 to 11.2 s of waiting in all, enough for a restart or
+a cluster failover. Every call is safe to send again: reads change
+nothing, and each write call carries a request id that the library
+applies once (``lua/lib/55_requests.lua``)."""
 SOCKET_TIMEOUT = 5.0
 """Seconds to wait for a reply (or a connection) before the attempt counts
 as lost; ``?socket_timeout=`` in the URL overrides it. All attempts of one
-call end within about 40 s, well inside the two minutes a write's request
-id is remembered."""
+call end within about 70 s, inside the two minutes a write's request id is
+remembered."""
 
 
 def _retry() -> Retry:
-    return Retry(ExponentialWithJitterBackoff(base=0.05, cap=2.0), RETRIES)
+    return Retry(EqualJitterBackoff(cap=2.0, base=0.05), RETRIES)
 
 
 CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 """URL schemes of a Redis Cluster, and the scheme of one of its nodes."""
+
+
+class _Cluster(RedisCluster):
+    """redis-py's ``RedisCluster`` whose calls wait between attempts after a
+    lost node: redis-py retries at once, with the slot map re-read, which
+    is over in milliseconds while a failover takes seconds. Every call is
+    safe to send again (see :data:`RETRIES`)."""
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        backoff = EqualJitterBackoff(cap=2.0, base=0.05)
+        for attempt in range(RETRIES + 1):
+            try:
+                return await super().execute_command(*args, **kwargs)
+            except (RedisConnectionError, RedisTimeoutError, ClusterDownError,
+                    SlotNotCoveredError):
+                if attempt == RETRIES:
+                    raise
+                await asyncio.sleep(backoff.compute(attempt + 1))
+        raise AssertionError("unreachable")
 
 
 def _cluster_client(url: str, scheme: str) -> Redis:
@@ -391,8 +414,7 @@ def _cluster_client(url: str, scheme: str) -> Redis:
         options.pop(name, None)
     if options.pop("connection_class", None) is not None:  # rediss: TLS
         options["ssl"] = True
-    return cast(Redis, RedisCluster(startup_nodes=nodes, retry=_retry(),
-                                    max_connections=MAX_CONNECTIONS, **options))
+    return cast(Redis, _Cluster(startup_nodes=nodes, max_connections=MAX_CONNECTIONS, **options))
 
 
 async def open_client(url: str) -> Redis:

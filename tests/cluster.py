@@ -97,6 +97,9 @@ class LocalCluster:
                            "a replica to attach")
             self._wait(lambda: all(b"cluster_state:ok" in c.execute_command("CLUSTER", "INFO")
                                    for c in clients), "cluster_state:ok everywhere")
+            # a replica that never synced will not stand for election
+            self._wait(lambda: all(c.info("replication").get("master_link_status") == "up"
+                                   for c in clients[self.primaries:]), "replicas to sync")
         finally:
             for client in clients:
                 client.close()
