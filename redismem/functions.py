@@ -12,14 +12,14 @@ import contextlib
 import hashlib
 import re
 import secrets
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from redis.asyncio import Redis
-from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio import ConnectionPool, Redis
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoPermissionError, ResponseError
 
 from . import limits
@@ -122,23 +122,44 @@ def is_cluster(client: Redis) -> bool:
     return isinstance(client, RedisCluster)
 
 
-def _on(client: Redis, node: ClusterNode | None) -> Callable[..., Awaitable[Any]]:
-    """Run a command on ``client``'s server, or on one node of a cluster."""
-    if node is None:
-        return client.execute_command
+async def cluster_primaries(client: Redis) -> list[tuple[str, int]]:
+    """(host, port) of every primary of the cluster, those without slots yet
+    included (``CLUSTER NODES``; redis-py knows only the slot owners)."""
+    cluster = cast(RedisCluster, client)
+    raw = await cluster.execute_command("CLUSTER", "NODES",
+                                        target_nodes=cluster.get_default_node())
+    text = raw.decode() if isinstance(raw, bytes) else str(raw)
+    out = []
+    for line in text.splitlines():
+        fields = line.split()
+        flags = set(fields[2].split(","))
+        if "master" in flags and not flags & {"fail", "fail?", "noaddr", "handshake"}:
+            host, _, port = fields[1].split("@")[0].rpartition(":")
+            out.append((host, int(port)))
+    return sorted(out)
 
-    async def run(*args: Any) -> Any:
-        return await client.execute_command(  # type: ignore[no-untyped-call]
-            *args, target_nodes=node)
-    return run
+
+@contextlib.asynccontextmanager
+async def node_client(client: Redis, host: str, port: int) -> AsyncIterator[Redis]:
+    """A plain client to one node of ``client``'s cluster, with its credentials."""
+    node = cast(RedisCluster, client).get_default_node()
+    pool = ConnectionPool(connection_class=node.connection_class,
+                          **{**node.connection_kwargs, "host": host, "port": port})
+    plain = Redis(connection_pool=pool)
+    try:
+        yield plain
+    finally:
+        await plain.aclose()
+        await pool.disconnect()
 
 
-async def server_library(client: Redis, node: ClusterNode | None = None
-                         ) -> ServerLibrary | None:
-    """The redismem library loaded on the server (or on one node of a
-    cluster), or None."""
-    run = _on(client, node)
-    listed = await run("FUNCTION", "LIST", "LIBRARYNAME", LIBRARY_NAME, "WITHCODE")
+async def _command(client: Redis, *args: Any) -> Any:
+    return await client.execute_command(*args)  # type: ignore[no-untyped-call]
+
+
+async def server_library(client: Redis) -> ServerLibrary | None:
+    """The redismem library loaded on the server, or None."""
+    listed = await _command(client, "FUNCTION", "LIST", "LIBRARYNAME", LIBRARY_NAME, "WITHCODE")
     if not listed:
         return None
     entry = listed[0]
@@ -146,7 +167,7 @@ async def server_library(client: Redis, node: ClusterNode | None = None
     code = fields.get(b"library_code", fields.get("library_code", b""))
     digest = code_digest(code if isinstance(code, bytes) else str(code).encode())
     try:
-        version = int(await run("FCALL_RO", "redismem_version", 0))
+        version = int(await _command(client, "FCALL_RO", "redismem_version", 0))
     except ResponseError:
         version = 0  # a library without a working version function is older than any
     return ServerLibrary(version, digest)
@@ -173,17 +194,18 @@ async def ensure_library(client: Redis, *, force: bool = False) -> LoadResult:
             code (and not ``force``).
     """
     if not is_cluster(client):
-        return await _ensure_on(client, None, force)
-    results = [await _ensure_on(client, node, force)
-               for node in cast(RedisCluster, client).get_primaries()]
+        return await _ensure_on(client, force)
+    results = []
+    for host, port in await cluster_primaries(client):
+        async with node_client(client, host, port) as plain:
+            results.append(await _ensure_on(plain, force))
     changed = [r for r in results if r.action != "unchanged"]
     return changed[0] if changed else results[0]
 
 
-async def _ensure_on(client: Redis, node: ClusterNode | None, force: bool) -> LoadResult:
+async def _ensure_on(client: Redis, force: bool) -> LoadResult:
     source = bundled()
-    run = _on(client, node)
-    found = await server_library(client, node)
+    found = await server_library(client)
     previous = None if found is None else found.version
     if found is not None and found.version == source.version and not force:
         if found.digest == source.digest:
@@ -199,8 +221,8 @@ async def _ensure_on(client: Redis, node: ClusterNode | None, force: bool) -> Lo
             f"package's {source.version}; upgrade redismem instead of downgrading the library"
         )
     try:
-        await run("FUNCTION", "LOAD", *(("REPLACE",) if previous is not None else ()),
-                  source.code)
+        await _command(client, "FUNCTION", "LOAD",
+                       *(("REPLACE",) if previous is not None else ()), source.code)
     except NoPermissionError:
         have = "no redismem library" if previous is None else f"library version {previous}"
         raise PermissionDeniedError(
@@ -211,7 +233,7 @@ async def _ensure_on(client: Redis, node: ClusterNode | None, force: bool) -> Lo
         if "already exists" not in str(exc):
             raise
         # another process loaded it between our check and our load: check again
-        return await _ensure_on(client, node, force)
+        return await _ensure_on(client, force)
     return LoadResult("loaded" if previous is None else "replaced", previous, source.version)
 
 

@@ -159,3 +159,27 @@ async def test_writers_carry_on_through_a_failover(tmp_path: Path) -> None:
                 assert revs == sorted(set(revs)) and revs[-1] == got.revision
     finally:
         local.stop()
+
+
+async def test_a_new_primary_gets_the_library_before_it_has_a_slot(tmp_path: Path) -> None:
+    """A node that joins as a primary owns no slot yet, so redis-py does not
+    know it; connect() finds it in CLUSTER NODES and loads the library
+    there, before any namespace can move to it."""
+    local = LocalCluster(tmp_path / "cluster").start()
+    try:
+        port = local.start_node()
+        with local.client(port) as client:
+            client.execute_command("CLUSTER", "MEET", "127.0.0.1", local.ports[0])
+        LocalCluster._wait(lambda: all(
+            f":{port}@".encode() in local.client(p).execute_command("CLUSTER", "NODES")
+            for p in local.ports[: local.primaries]), "the new node to be known")
+        async with await redismem.connect(local.url, namespace="grow"):
+            pass
+        plain = redis.asyncio.Redis(port=port, password=local.password)
+        try:
+            found = await server_library(plain)
+        finally:
+            await plain.aclose()
+        assert found is not None and found.digest == bundled().digest
+    finally:
+        local.stop()
