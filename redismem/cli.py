@@ -458,20 +458,25 @@ def index_cmd(url: str | None, namespace: str, dims: tuple[int, ...], as_json: b
 @click.option("--force", is_flag=True, help="Replace even a newer library.")
 @json_option
 def load_functions(url: str | None, force: bool, as_json: bool) -> None:
-    """Load the Lua library into a Redis server, reporting the version replaced."""
-    from .functions import ensure_library
+    """Load the Lua library into a Redis server (on a cluster: into every
+    primary), reporting the version replaced."""
+    from .functions import ensure_library_on_nodes
 
     async def run() -> dict[str, Any]:
         client = await open_client(await resolve_url(url))
         try:
-            result = await ensure_library(client, force=force)
-            return {"action": result.action, "previous": result.previous,
-                    "version": result.version}
+            results = await ensure_library_on_nodes(client, force=force)
         finally:
             await client.aclose()
+        rows = {node: {"action": r.action, "previous": r.previous, "version": r.version}
+                for node, r in results.items()}
+        return rows[""] if list(rows) == [""] else {"nodes": rows}
 
-    _emit(_run(run()), as_json,
-          lambda d: f"{d['action']}: library version {d['version']} (was {d['previous']})")
+    def line(d: dict[str, Any]) -> str:
+        return f"{d['action']}: library version {d['version']} (was {d['previous']})"
+
+    _emit(_run(run()), as_json, lambda d: "\n".join(
+        f"{node}: {line(row)}" for node, row in d["nodes"].items()) if "nodes" in d else line(d))
 
 
 @contextlib.contextmanager

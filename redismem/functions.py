@@ -193,14 +193,22 @@ async def ensure_library(client: Redis, *, force: bool = False) -> LoadResult:
         LibraryDigestError: the server's library claims this version with other
             code (and not ``force``).
     """
-    if not is_cluster(client):
-        return await _ensure_on(client, force)
-    results = []
-    for host, port in await cluster_primaries(client):
-        async with node_client(client, host, port) as plain:
-            results.append(await _ensure_on(plain, force))
+    results = list((await ensure_library_on_nodes(client, force=force)).values())
     changed = [r for r in results if r.action != "unchanged"]
     return changed[0] if changed else results[0]
+
+
+async def ensure_library_on_nodes(client: Redis, *, force: bool = False
+                                  ) -> dict[str, LoadResult]:
+    """:func:`ensure_library` node by node: ``{"host:port": result}`` for
+    every primary of a cluster, ``{"": result}`` for a single server."""
+    if not is_cluster(client):
+        return {"": await _ensure_on(client, force)}
+    results = {}
+    for host, port in await cluster_primaries(client):
+        async with node_client(client, host, port) as plain:
+            results[f"{host}:{port}"] = await _ensure_on(plain, force)
+    return results
 
 
 async def _ensure_on(client: Redis, force: bool) -> LoadResult:

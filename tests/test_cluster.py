@@ -183,3 +183,19 @@ async def test_a_new_primary_gets_the_library_before_it_has_a_slot(tmp_path: Pat
         assert found is not None and found.digest == bundled().digest
     finally:
         local.stop()
+
+
+def test_load_functions_reports_every_primary(cluster: LocalCluster) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from redismem.cli import main
+
+    result = CliRunner().invoke(main, ["load-functions", "--url", cluster.url, "--json"])
+    assert result.exit_code == 0, result.output
+    nodes = json.loads(result.output)["nodes"]
+    assert sorted(nodes) == sorted(f"127.0.0.1:{p}" for p in cluster.ports[: cluster.primaries])
+    assert {row["action"] for row in nodes.values()} == {"unchanged"}
+    text = CliRunner().invoke(main, ["load-functions", "--url", cluster.url]).output
+    assert text.count(f"unchanged: library version {bundled().version}") == cluster.primaries
