@@ -389,8 +389,27 @@ class _Cluster(RedisCluster):
                     SlotNotCoveredError):
                 if attempt == RETRIES:
                     raise
-                await asyncio.sleep(backoff.compute(attempt + 1))
+            except (AttributeError, TypeError) as exc:
+                if attempt == RETRIES or not _closed_writer(exc):
+                    raise
+            await asyncio.sleep(backoff.compute(attempt + 1))
         raise AssertionError("unreachable")
+
+
+_WRITER_FILES = ("redis/asyncio/connection.py", "asyncio/streams.py",
+                 "asyncio/selector_events.py")
+
+
+def _closed_writer(exc: BaseException) -> bool:
+    """Whether ``exc`` is asyncio's error for a write on a connection that
+    another task just closed, which redis-py 8.1 lets through instead of a
+    ConnectionError (redis/redis-py#3546, #4287; seen here when four
+    writers shared a node that failed over)."""
+    tb = exc.__traceback__
+    last = None
+    while tb is not None:
+        last, tb = tb.tb_frame.f_code.co_filename, tb.tb_next
+    return last is not None and last.replace("\\", "/").endswith(_WRITER_FILES)
 
 
 def _cluster_client(url: str, scheme: str) -> Redis:

@@ -121,3 +121,23 @@ async def test_a_write_is_not_retried_forever(redis_server: ServerState, ns: str
     async with await redismem.connect(redis_server.url, namespace=ns) as mem:
         assert await mem.session("s").get("k") == redismem.MemoryValue("v", 1, True)
         assert len(await mem.client.xrange(K.feed(ns))) == 1
+
+
+def test_only_a_write_on_a_closed_connection_is_taken_for_a_lost_one() -> None:
+    """redis-py 8.1 lets asyncio's error for a write on a connection another
+    task just closed through as AttributeError/TypeError; the cluster client
+    retries those, and no other."""
+    from redismem.memory import _closed_writer
+
+    def raised(code: str, filename: str) -> BaseException:
+        try:
+            exec(compile(code, filename, "exec"), {})
+        except BaseException as exc:
+            return exc
+        raise AssertionError("no exception")
+
+    closed = raised("None.writelines([])", "/venv/site-packages/redis/asyncio/connection.py")
+    assert isinstance(closed, AttributeError) and _closed_writer(closed)
+    call_none = "f = None\nf()"
+    assert _closed_writer(raised(call_none, "/usr/lib/python3.11/asyncio/selector_events.py"))
+    assert not _closed_writer(raised("None.writelines([])", "/app/worker.py"))
