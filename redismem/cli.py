@@ -14,7 +14,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 import redis
@@ -24,7 +24,16 @@ from . import server, stats, transfer, users
 from ._validate import check_id
 from .acl import NAMESPACE_ROLES, ROLES, Role
 from .errors import RedisMemError
-from .functions import Functions, bundled, server_library, server_version
+from .functions import (
+    Functions,
+    ServerLibrary,
+    bundled,
+    cluster_nodes,
+    is_cluster,
+    node_client,
+    server_library,
+    server_version,
+)
 from .memory import (
     MEMORY_URL,
     Memory,
@@ -205,6 +214,21 @@ def _status_text(data: dict[str, Any]) -> str:
     if data["maxmemory_policy"] not in (None, "noeviction"):
         lines.append(f"warning: maxmemory-policy is {data['maxmemory_policy']}: the server may "
                      "evict memory (redismem needs noeviction)")
+    if "cluster" in data:
+        nodes = data["cluster"]["nodes"]
+        primaries = sum(n["role"] == "primary" for n in nodes)
+        lines.append(f"cluster: {primaries} primaries, {len(nodes) - primaries} replicas")
+        for n in nodes:
+            where = (f"slots {' '.join(n['slots']) or 'none'}" if n["role"] == "primary"
+                     else f"of {n.get('replica_of')}")
+            library = ""
+            if "library_version" in n:
+                library = (", no library" if n["library_version"] is None else
+                           f", library {n['library_version']}"
+                           + ("" if n["library_digest"] == data["bundled_library_digest"]
+                              else " ALTERED"))
+            lines.append(f"  {n['node']} {n['role']}{'' if n['healthy'] else ' (failing)'}, "
+                         f"{where}{library}")
     if not data["namespaces"]:
         lines.append("no namespaces")
     for n in data["namespaces"]:
@@ -215,7 +239,8 @@ def _status_text(data: dict[str, Any]) -> str:
         span = (f"sequences {feed['oldest_sequence']}..{feed['last_sequence']}"
                 if feed["oldest_sequence"] else f"last sequence {feed['last_sequence']}")
         used = "unknown" if n["memory_bytes"] is None else f"{n['memory_bytes']:,} bytes"
-        lines += [f"namespace {n['namespace']}:",
+        lines += [f"namespace {n['namespace']}" + (f" (on {n['node']})" if "node" in n else "")
+                  + ":",
                   f"  {n['value_keys']} values in {n['value_scopes']} scopes, "
                   f"{n['vector_keys']} vectors in {n['vector_scopes']} scopes, "
                   f"{n['sessions']} sessions",
@@ -243,7 +268,9 @@ def status(url: str | None, namespace: str | None, as_json: bool) -> None:
         resolved = await resolve_url(url)
         client = await open_client(resolved)
         try:
-            library = await server_library(client)
+            nodes = await _cluster_status(client) if is_cluster(client) else None
+            library = (await server_library(client) if nodes is None
+                       else _common_library(nodes))
             loaded = None if library is None else library.version
             caps = await detect_capabilities(
                 client, "memory" if resolved.startswith(MEMORY_URL) else "redis", loaded or 0)
@@ -255,6 +282,9 @@ def status(url: str | None, namespace: str | None, as_json: bool) -> None:
                     figures = await stats.namespace_stats(client, ns)
                     figures["settings"] = (await Functions(client).get_config(
                         [K.config(ns)], ns) if loaded else None)
+                    if nodes is not None:
+                        owner = cast(Any, client).get_node_from_key(K.feed(ns))
+                        figures["node"] = f"{owner.host}:{owner.port}"
                 except (redis.ResponseError, ValueError) as exc:
                     # keys redismem did not write (e.g. a counter set by hand)
                     figures = {"namespace": ns, "error": f"{type(exc).__name__}: {exc}"}
@@ -272,11 +302,42 @@ def status(url: str | None, namespace: str | None, as_json: bool) -> None:
                     "library_version": loaded, "bundled_library_version": bundled().version,
                     "library_digest": None if library is None else library.digest,
                     "bundled_library_digest": bundled().digest,
-                    "vector_search": caps.vector_search, "namespaces": found}
+                    "vector_search": caps.vector_search, "namespaces": found,
+                    **({} if nodes is None else {"cluster": {"nodes": nodes}})}
         finally:
             await client.aclose()
 
     _emit(_run(run()), as_json, _status_text)
+
+
+async def _cluster_status(client: Any) -> list[dict[str, Any]]:
+    """Each node of a cluster: its role, slots, and (primaries) library."""
+    infos = await cluster_nodes(client)
+    by_id = {info.id: info.address for info in infos}
+    rows: list[dict[str, Any]] = []
+    for info in infos:
+        row: dict[str, Any] = {"node": info.address,
+                               "role": "primary" if info.primary else "replica",
+                               "healthy": info.healthy, "slots": list(info.slots)}
+        if info.replica_of:
+            row["replica_of"] = by_id.get(info.replica_of, info.replica_of)
+        if info.primary and info.healthy:
+            async with node_client(client, info.host, info.port) as plain:
+                library = await server_library(plain)
+            row["library_version"] = None if library is None else library.version
+            row["library_digest"] = None if library is None else library.digest
+        rows.append(row)
+    return rows
+
+
+def _common_library(nodes: list[dict[str, Any]]) -> ServerLibrary | None:
+    """The library every healthy primary holds: the lowest version, and the
+    digest when they all agree (else one of them, and status says they differ)."""
+    primaries = [n for n in nodes if "library_version" in n]
+    if not primaries or any(n["library_version"] is None for n in primaries):
+        return None
+    lowest = min(primaries, key=lambda n: n["library_version"])
+    return ServerLibrary(lowest["library_version"], lowest["library_digest"])
 
 
 def _admin_client(url: str | None) -> Any:

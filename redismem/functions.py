@@ -122,9 +122,28 @@ def is_cluster(client: Redis) -> bool:
     return isinstance(client, RedisCluster)
 
 
-async def cluster_primaries(client: Redis) -> list[tuple[str, int]]:
-    """(host, port) of every primary of the cluster, those without slots yet
-    included (``CLUSTER NODES``; redis-py knows only the slot owners)."""
+@dataclass(frozen=True)
+class ClusterNodeInfo:
+    """One node of a cluster as ``CLUSTER NODES`` lists it."""
+
+    id: str
+    host: str
+    port: int
+    primary: bool
+    replica_of: str | None
+    """The id of its primary (a replica), else None."""
+    slots: tuple[str, ...]
+    """Slot ranges it owns, e.g. ``0-5460``."""
+    healthy: bool
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+async def cluster_nodes(client: Redis) -> list[ClusterNodeInfo]:
+    """Every node of the cluster (``CLUSTER NODES``), primaries that own no
+    slot yet included: redis-py itself knows only the slot owners."""
     cluster = cast(RedisCluster, client)
     raw = await cluster.execute_command("CLUSTER", "NODES",
                                         target_nodes=cluster.get_default_node())
@@ -133,10 +152,18 @@ async def cluster_primaries(client: Redis) -> list[tuple[str, int]]:
     for line in text.splitlines():
         fields = line.split()
         flags = set(fields[2].split(","))
-        if "master" in flags and not flags & {"fail", "fail?", "noaddr", "handshake"}:
-            host, _, port = fields[1].split("@")[0].rpartition(":")
-            out.append((host, int(port)))
-    return sorted(out)
+        host, _, port = fields[1].split("@")[0].rpartition(":")
+        out.append(ClusterNodeInfo(
+            fields[0], host, int(port), "master" in flags,
+            None if fields[3] == "-" else fields[3],
+            tuple(f for f in fields[8:] if not f.startswith("[")),
+            not flags & {"fail", "fail?", "noaddr", "handshake"}))
+    return sorted(out, key=lambda n: (not n.primary, n.address))
+
+
+async def cluster_primaries(client: Redis) -> list[tuple[str, int]]:
+    """(host, port) of every healthy primary of the cluster, slots or not."""
+    return [(n.host, n.port) for n in await cluster_nodes(client) if n.primary and n.healthy]
 
 
 @contextlib.asynccontextmanager

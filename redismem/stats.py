@@ -16,6 +16,7 @@ from redis.exceptions import ResponseError
 
 from . import keys as K
 from . import vectors as V
+from .functions import is_cluster
 
 _KINDS: tuple[K.Kind, ...] = ("value", "vector")
 
@@ -45,8 +46,11 @@ async def _live_names(client: Any, ns: str, kind: K.Kind, now_ms: int) -> tuple[
 
 
 async def _indexes(client: Any, ns: str) -> dict[str, dict[str, Any]]:
+    # on a cluster, the namespace's indexes live on the node of its slot
+    where = ({"target_nodes": client.get_node_from_key(K.feed(ns))} if is_cluster(client)
+             else {})
     try:
-        names = sorted(n.decode() for n in await client.execute_command("FT._LIST"))
+        names = sorted(n.decode() for n in await client.execute_command("FT._LIST", **where))
     except ResponseError:  # no search module
         return {}
     found = {}

@@ -21,6 +21,7 @@ from redis.asyncio import Redis
 from . import _validate as check
 from .acl import Role, rules
 from .errors import InvalidArgumentError
+from .functions import is_cluster
 from .memory import detect_capabilities
 
 REGISTRY = "rm:acl:users"
@@ -74,9 +75,15 @@ async def _save(client: Redis) -> bool:
 
 
 async def acl_users(client: Redis) -> list[str]:
-    """The names of the server's ACL users (ACL USERS), sorted."""
-    names = await client.execute_command("ACL", "USERS")  # type: ignore[no-untyped-call]
-    return sorted(n.decode() if isinstance(n, bytes) else str(n) for n in names)
+    """The names of the server's ACL users (ACL USERS), sorted; on a cluster,
+    of any of its nodes (each node has its own)."""
+    if is_cluster(client):
+        replies = (await client.execute_command(  # type: ignore[no-untyped-call]
+            "ACL", "USERS", target_nodes=client.get_nodes())).values()  # type: ignore[attr-defined]
+    else:
+        replies = [await client.execute_command("ACL", "USERS")]  # type: ignore[no-untyped-call]
+    return sorted({n.decode() if isinstance(n, bytes) else str(n)
+                   for names in replies for n in names})
 
 
 async def _exists(client: Redis, user: str) -> bool:
@@ -114,7 +121,10 @@ async def add_user(client: Redis, user: str, role: Role, *,
 async def list_users(client: Redis) -> list[dict[str, Any]]:
     """Every ACL user: its role as recorded (None for users redismem did not
     make, such as ``default``) and its rules as the server holds them."""
-    listed = await client.execute_command("ACL", "LIST")  # type: ignore[no-untyped-call]
+    # on a cluster each node has its users: these are the default node's
+    where = ({"target_nodes": client.get_default_node()}  # type: ignore[attr-defined]
+             if is_cluster(client) else {})
+    listed = await client.execute_command("ACL", "LIST", **where)  # type: ignore[no-untyped-call]
     stored: dict[Any, Any] = await client.hgetall(REGISTRY)
     recorded = {(k.decode() if isinstance(k, bytes) else k): json.loads(v)
                 for k, v in stored.items()}

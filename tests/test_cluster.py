@@ -199,3 +199,34 @@ def test_load_functions_reports_every_primary(cluster: LocalCluster) -> None:
     assert {row["action"] for row in nodes.values()} == {"unchanged"}
     text = CliRunner().invoke(main, ["load-functions", "--url", cluster.url]).output
     assert text.count(f"unchanged: library version {bundled().version}") == cluster.primaries
+
+
+async def test_status_shows_each_node_and_where_each_namespace_lives(
+        cluster: LocalCluster) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from redismem.cli import main
+
+    names = [f"st{i}" for i in range(6)]
+    for ns in names:
+        async with await redismem.connect(cluster.url, namespace=ns) as mem:
+            await mem.session("s").set("k", ns)
+    result = await asyncio.to_thread(
+        CliRunner().invoke, main, ["status", "--url", cluster.url, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    nodes = {n["node"]: n for n in data["cluster"]["nodes"]}
+    primaries = {f"127.0.0.1:{p}" for p in cluster.ports[: cluster.primaries]}
+    assert {a for a, n in nodes.items() if n["role"] == "primary"} == primaries
+    assert all(nodes[a]["library_digest"] == bundled().digest for a in primaries)
+    assert {n["replica_of"] for n in nodes.values() if n["role"] == "replica"} == primaries
+    listed = {n["namespace"]: n for n in data["namespaces"]}
+    for ns in names:
+        assert listed[ns]["node"] == f"127.0.0.1:{owner(cluster, ns)}"
+        assert listed[ns]["value_keys"] == 1
+    text = (await asyncio.to_thread(CliRunner().invoke, main,
+                                    ["status", "--url", cluster.url])).output
+    assert "cluster: 3 primaries, 3 replicas" in text
+    assert f"namespace st0 (on 127.0.0.1:{owner(cluster, 'st0')}):" in text
