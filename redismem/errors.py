@@ -184,6 +184,27 @@ class CursorExpiredError(RedisMemError):
         self.oldest_sequence = oldest_sequence
 
 
+class NotReplicatedError(RedisMemError):
+    """A write was applied on the primary, but fewer replicas than asked
+    confirmed it in time (``durability="replica"``): it is lost if the
+    primary fails before replicating it.
+
+    Attributes:
+        reply: what the write returned (it did happen on the primary).
+        wanted: replicas asked for.
+        confirmed: replicas that confirmed in time.
+    """
+
+    code = "not_replicated"
+
+    def __init__(self, message: str, *, reply: object = None, wanted: int = 1,
+                 confirmed: int = 0) -> None:
+        super().__init__(message)
+        self.reply = reply
+        self.wanted = wanted
+        self.confirmed = confirmed
+
+
 class LibraryVersionError(RedisMemError):
     """The server holds a newer redismem Lua library than this package ships."""
 

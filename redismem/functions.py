@@ -8,6 +8,7 @@ that order (files in name order) into one ``#!lua name=redismem`` library.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import re
@@ -19,18 +20,30 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from redis.asyncio import ConnectionPool, Redis
-from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import NoPermissionError, ResponseError
+from redis.asyncio.cluster import PipelineCommand, RedisCluster
+from redis.exceptions import (
+    AskError,
+    ClusterDownError,
+    MovedError,
+    NoPermissionError,
+    RedisError,
+    ResponseError,
+    TryAgainError,
+)
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import limits
 from .errors import (
     LibraryDigestError,
     LibraryVersionError,
+    NotReplicatedError,
     PermissionDeniedError,
     RedisMemError,
     RequestTooLargeError,
     from_reply,
 )
+from .retries import RETRIES, backoff, closed_writer
 
 LIBRARY_NAME = "redismem"
 _REGISTER = re.compile(r"^register\('(redismem_\w+)'", re.MULTILINE)
@@ -331,6 +344,9 @@ class Functions:
     def __init__(self, client: Redis) -> None:
         self._client = client
         self.max_call_bytes = limits.MAX_CALL_BYTES
+        self.replicas = 0
+        """Replicas that must confirm each write call (``durability="replica"``: 1)."""
+        self.replica_timeout_ms = 1000
 
     def _check_size(self, keys: Sequence[str], args: Sequence[str | bytes | int]) -> None:
         # characters are at most 4 bytes each: only a large call needs counting
@@ -350,11 +366,69 @@ class Functions:
         command = "FCALL_RO" if read_only else "FCALL"
         if not read_only:
             self._check_size(keys, args)
+            if self.replicas:
+                return await self._call_replicated(name, keys, args, key)
         try:
             return await self._client.execute_command(  # type: ignore[no-untyped-call]
                 command, name, len(keys), *keys, *args)
         except ResponseError as exc:
             raise _mapped_error(exc, key) from None
+
+    async def _call_replicated(self, name: str, keys: Sequence[str],
+                               args: Sequence[str | bytes | int], key: str | None) -> Any:
+        """A write call followed, on the same connection, by ``WAIT``: the
+        call's effects reached ``replicas`` replicas, or NotReplicatedError.
+        On a cluster both go to the node of the call's keys, and a lost
+        node or a moved slot is waited out and tried again (the call is
+        safe to repeat: its request id is applied once)."""
+        call = ("FCALL", name, len(keys), *keys, *args)
+        wait = ("WAIT", self.replicas, self.replica_timeout_ms)
+        if is_cluster(self._client):
+            reply, confirmed = await self._on_owner(call, wait, keys[0])
+        else:
+            async with self._client.pipeline(transaction=False) as pipe:
+                pipe.execute_command(*call)
+                pipe.execute_command(*wait)
+                reply, confirmed = await pipe.execute(raise_on_error=False)
+        if isinstance(reply, ResponseError):
+            raise _mapped_error(reply, key) from None
+        if isinstance(reply, Exception):
+            raise reply
+        if isinstance(confirmed, Exception) or int(confirmed) < self.replicas:
+            got = 0 if isinstance(confirmed, Exception) else int(confirmed)
+            raise NotReplicatedError(
+                f"{name} was applied on the primary, but {got} of {self.replicas} replicas "
+                f"confirmed it within {self.replica_timeout_ms} ms: it is lost if the primary "
+                "fails before replicating it", reply=reply, wanted=self.replicas,
+                confirmed=got)
+        return reply
+
+    async def _on_owner(self, call: tuple[Any, ...], wait: tuple[Any, ...], key: str
+                        ) -> tuple[Any, Any]:
+        cluster = cast(RedisCluster, self._client)
+        waits = backoff()
+        for attempt in range(RETRIES + 1):
+            commands = [PipelineCommand(0, *call), PipelineCommand(1, *wait)]
+            try:
+                node = cluster.get_node_from_key(key)
+                if node is None:
+                    raise RedisConnectionError(f"no node holds the slot of {key!r}")
+                await node.execute_pipeline(commands)
+                reply = commands[0].result
+                if not isinstance(reply, (RedisConnectionError, RedisTimeoutError, MovedError,
+                                          AskError, TryAgainError, ClusterDownError)):
+                    return reply, commands[1].result
+            except (RedisConnectionError, RedisTimeoutError):
+                pass
+            except (AttributeError, TypeError) as exc:
+                if not closed_writer(exc):
+                    raise
+            if attempt == RETRIES:
+                raise RedisConnectionError(f"{call[1]} could not reach the owner of its slot")
+            await asyncio.sleep(waits.compute(attempt + 1))
+            with contextlib.suppress(RedisError):  # the slot map changed: read it again
+                await cluster.nodes_manager.initialize()
+        raise AssertionError("unreachable")
 
     async def version(self) -> int:
         """``redismem_version``."""

@@ -18,8 +18,6 @@ from urllib.parse import urlsplit, urlunsplit
 from redis.asyncio import Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.connection import parse_url
-from redis.asyncio.retry import Retry
-from redis.backoff import EqualJitterBackoff
 from redis.exceptions import ClusterDownError, ResponseError, SlotNotCoveredError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -30,6 +28,7 @@ from . import keys as K
 from ._connection import Connection
 from .errors import EvictionPolicyError, InvalidArgumentError, PermissionDeniedError
 from .functions import Functions, ensure_library
+from .retries import RETRIES, SOCKET_TIMEOUT, backoff, closed_writer, retry
 from .scope import MemoryScope
 from .types import Capabilities, ChangePage, MemoryChangeEvent, MemoryValue
 
@@ -352,24 +351,6 @@ concurrent calls fail with "Too many connections"; a blocking pool avoids
 that too but costs ~9 us on every call). Redis' own maxclients is 10,000."""
 
 
-RETRIES = 10
-"""How often a call is sent again after a lost connection or a timeout,
-waiting 50 ms, 100 ms, ... up to 2 s in between (each wait between half
-and all of that): 5.6 to 11.2 s of waiting in all, enough for a restart or
-a cluster failover. Every call is safe to send again: reads change
-nothing, and each write call carries a request id that the library
-applies once (``lua/lib/55_requests.lua``)."""
-SOCKET_TIMEOUT = 5.0
-"""Seconds to wait for a reply (or a connection) before the attempt counts
-as lost; ``?socket_timeout=`` in the URL overrides it. All attempts of one
-call end within about 70 s, inside the two minutes a write's request id is
-remembered."""
-
-
-def _retry() -> Retry:
-    return Retry(EqualJitterBackoff(cap=2.0, base=0.05), RETRIES)
-
-
 CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 """URL schemes of a Redis Cluster, and the scheme of one of its nodes."""
 
@@ -381,7 +362,7 @@ class _Cluster(RedisCluster):
     safe to send again (see :data:`RETRIES`)."""
 
     async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
-        backoff = EqualJitterBackoff(cap=2.0, base=0.05)
+        waits = backoff()
         for attempt in range(RETRIES + 1):
             try:
                 return await super().execute_command(*args, **kwargs)
@@ -390,26 +371,10 @@ class _Cluster(RedisCluster):
                 if attempt == RETRIES:
                     raise
             except (AttributeError, TypeError) as exc:
-                if attempt == RETRIES or not _closed_writer(exc):
+                if attempt == RETRIES or not closed_writer(exc):
                     raise
-            await asyncio.sleep(backoff.compute(attempt + 1))
+            await asyncio.sleep(waits.compute(attempt + 1))
         raise AssertionError("unreachable")
-
-
-_WRITER_FILES = ("redis/asyncio/connection.py", "asyncio/streams.py",
-                 "asyncio/selector_events.py")
-
-
-def _closed_writer(exc: BaseException) -> bool:
-    """Whether ``exc`` is asyncio's error for a write on a connection that
-    another task just closed, which redis-py 8.1 lets through instead of a
-    ConnectionError (redis/redis-py#3546, #4287; seen here when four
-    writers shared a node that failed over)."""
-    tb = exc.__traceback__
-    last = None
-    while tb is not None:
-        last, tb = tb.tb_frame.f_code.co_filename, tb.tb_next
-    return last is not None and last.replace("\\", "/").endswith(_WRITER_FILES)
 
 
 def _cluster_client(url: str, scheme: str) -> Redis:
@@ -438,7 +403,7 @@ def _cluster_client(url: str, scheme: str) -> Redis:
 
 async def open_client(url: str) -> Redis:
     """A redis-py client for ``url`` that retries lost calls
-    (:data:`RETRIES`): ``memory://`` = in-process fakeredis;
+    (:mod:`.retries`): ``memory://`` = in-process fakeredis;
     ``redis+cluster://`` (and a ``redis://`` or ``rediss://`` URL of a node
     whose ``INFO cluster`` says ``cluster_enabled:1``) = a Redis Cluster
     client."""
@@ -447,7 +412,7 @@ async def open_client(url: str) -> Redis:
     scheme = url.split("://", 1)[0]
     if scheme in CLUSTER_SCHEMES:
         return _cluster_client(url, scheme)
-    client = Redis.from_url(url, max_connections=MAX_CONNECTIONS, retry=_retry(),
+    client = Redis.from_url(url, max_connections=MAX_CONNECTIONS, retry=retry(),
                             socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=SOCKET_TIMEOUT)
     if scheme in ("redis", "rediss") and await _cluster_enabled(client):
         await client.aclose()
@@ -523,7 +488,8 @@ def _allow_eviction(allow: bool | None) -> bool:
 
 
 async def connect(url: str | None = None, *, namespace: str = "default",
-                  principal: str | None = None, allow_eviction: bool | None = None) -> Memory:
+                  principal: str | None = None, allow_eviction: bool | None = None,
+                  durability: str = "primary", replica_timeout: float = 1.0) -> Memory:
     """Connect to redismem memory.
 
     Args:
@@ -538,6 +504,13 @@ async def connect(url: str | None = None, *, namespace: str = "default",
             may evict keys (anything but ``noeviction``), which silently
             drops memory, revisions and feed events; default
             ``REDISMEM_ALLOW_EVICTION=1``, else False.
+        durability: ``"primary"`` (a write is acknowledged once the server,
+            or the cluster's primary, applied it; replication to replicas
+            is asynchronous) or ``"replica"`` (each write call also waits,
+            on the same connection, until one replica confirms it: WAIT 1).
+        replica_timeout: seconds a write waits for that confirmation; past
+            it the call raises NotReplicatedError (the write did happen on
+            the primary; ``.reply`` holds its result).
 
     Raises:
         InvalidIdError: the namespace or principal is not a valid id.
@@ -547,6 +520,13 @@ async def connect(url: str | None = None, *, namespace: str = "default",
         ServerNotFoundError: no URL and no embedded server binary.
     """
     check.check_id("namespace", namespace)
+    if durability not in ("primary", "replica"):
+        raise InvalidArgumentError(
+            f"durability must be 'primary' or 'replica', got {durability!r}")
+    if isinstance(replica_timeout, bool) or not isinstance(replica_timeout, int | float) or not (
+            0.001 <= replica_timeout <= 3600):
+        raise InvalidArgumentError(
+            f"replica_timeout must be 0.001..3600 seconds, got {replica_timeout!r}")
     who = check.check_id("principal", principal if principal is not None else default_principal())
     resolved = await resolve_url(url)
     client = await open_client(resolved)
@@ -564,8 +544,11 @@ async def connect(url: str | None = None, *, namespace: str = "default",
             who = await _authenticated_principal(client, who, explicit=principal is not None)
         loaded = await ensure_library(client)
         capabilities = await detect_capabilities(client, backend, loaded.version)
-        connection = Connection(client, Functions(client), namespace, who,
-                                search=capabilities.search)
+        functions = Functions(client)
+        if durability == "replica":
+            functions.replicas = 1
+            functions.replica_timeout_ms = max(1, round(replica_timeout * 1000))
+        connection = Connection(client, functions, namespace, who, search=capabilities.search)
         memory = Memory(connection, capabilities)
         await memory.settings()
     except BaseException:

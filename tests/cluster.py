@@ -32,6 +32,7 @@ class LocalCluster:
         self.primaries, self.replicas = primaries, replicas
         self.ports: list[int] = []
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
+        self._args: dict[int, list[str]] = {}
 
     @property
     def url(self) -> str:
@@ -56,6 +57,7 @@ class LocalCluster:
                 "--masterauth", self.password, "--logfile", str(data / "redis.log")]
         for module in binaries.modules:
             args += ["--loadmodule", str(module)]
+        self._args[port] = args
         self.procs[port] = subprocess.Popen(args, stdout=subprocess.DEVNULL,
                                             stderr=subprocess.DEVNULL)
         self.ports.append(port)
@@ -104,6 +106,14 @@ class LocalCluster:
             for client in clients:
                 client.close()
         return self
+
+    def restart_node(self, port: int) -> None:
+        """Start a killed node again on its port and data (a killed primary
+        comes back as a replica of the one that replaced it)."""
+        self.procs[port].wait()
+        self.procs[port] = subprocess.Popen(self._args[port], stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL)
+        self._wait(lambda: self._ping(port), f"node {port} to answer again")
 
     @staticmethod
     def _replicate(client: redis.Redis, primary: str) -> bool:

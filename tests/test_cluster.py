@@ -230,3 +230,67 @@ async def test_status_shows_each_node_and_where_each_namespace_lives(
                                     ["status", "--url", cluster.url])).output
     assert "cluster: 3 primaries, 3 replicas" in text
     assert f"namespace st0 (on 127.0.0.1:{owner(cluster, 'st0')}):" in text
+
+
+async def test_durability_replica_confirms_every_write_kind(cluster: LocalCluster) -> None:
+    async with await redismem.connect(cluster.url, namespace="dur", durability="replica") as mem:
+        scope = mem.session("s")
+        assert await scope.set("k", 1) == 1
+        assert await scope.set_many({"a": 1, "b": 2}) == {"a": 1, "b": 1}
+        assert (await scope.incr("n", 3)).value == 3
+        assert await scope.delete("a") is True
+        await scope.set_vector("v", [1.0, 0.0])
+        assert await scope.delete_vector("v") is True
+        with pytest.raises(redismem.ConflictError):
+            await scope.set("k", 2, expected_revision=0)
+    port = owner(cluster, "dur")
+    replica = next(p for p in cluster.ports[cluster.primaries:]
+                   if cluster.client(p).info("replication").get("master_port") == port)
+    with cluster.client(replica) as client:
+        client.execute_command("READONLY")
+        assert client.hget(K.value("dur", "session", "s", "n"), "v") == b"3"
+
+
+async def test_with_durability_replica_no_acknowledged_write_is_lost_in_a_failover(
+        tmp_path: Path) -> None:
+    """Four writers increment their own counter with durability="replica";
+    the primary is killed mid-way, its replica takes over, and the killed
+    node comes back as the new primary's replica. Every increment is there
+    at the end exactly once. While the new primary has no replica, writes
+    are applied but not confirmed: NotReplicatedError says so (and carries
+    the reply), and the writer counts them as applied."""
+    local = LocalCluster(tmp_path / "cluster").start()
+    try:
+        ns = "safe"
+        primary = owner(local, ns)
+        async with await redismem.connect(local.url, namespace=ns, durability="replica",
+                                          replica_timeout=0.5) as mem:
+            scope = mem.session("s")
+            killed, back = asyncio.Event(), asyncio.Event()
+            unconfirmed = [0]
+
+            async def writer(name: str) -> int:
+                done = 0
+                while done < 40 or not back.is_set():
+                    try:
+                        got = await scope.incr(name)
+                    except redismem.NotReplicatedError as exc:
+                        unconfirmed[0] += 1
+                        got = redismem.MemoryValue(int(exc.reply[1]), exc.reply[0], True)
+                    done += 1
+                    assert got.value == done  # one writer per counter, each call once
+                return done
+
+            tasks = [asyncio.create_task(writer(f"n{i}")) for i in range(4)]
+            await asyncio.sleep(0.3)
+            local.procs[primary].kill()
+            killed.set()
+            await asyncio.sleep(4)
+            await asyncio.to_thread(local.restart_node, primary)
+            back.set()
+            counts = await asyncio.gather(*tasks)
+            assert owner(local, ns) != primary
+            for i, count in enumerate(counts):
+                assert await scope.get(f"n{i}") == redismem.MemoryValue(count, count, True)
+    finally:
+        local.stop()

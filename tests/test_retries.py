@@ -17,7 +17,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 import redismem
 from redismem import keys as K
-from redismem.memory import RETRIES
+from redismem.retries import RETRIES
 from redismem.server import ServerState
 
 from .faults.proxy import Proxy, is_fcall
@@ -127,7 +127,7 @@ def test_only_a_write_on_a_closed_connection_is_taken_for_a_lost_one() -> None:
     """redis-py 8.1 lets asyncio's error for a write on a connection another
     task just closed through as AttributeError/TypeError; the cluster client
     retries those, and no other."""
-    from redismem.memory import _closed_writer
+    from redismem.retries import closed_writer
 
     def raised(code: str, filename: str) -> BaseException:
         try:
@@ -137,7 +137,23 @@ def test_only_a_write_on_a_closed_connection_is_taken_for_a_lost_one() -> None:
         raise AssertionError("no exception")
 
     closed = raised("None.writelines([])", "/venv/site-packages/redis/asyncio/connection.py")
-    assert isinstance(closed, AttributeError) and _closed_writer(closed)
+    assert isinstance(closed, AttributeError) and closed_writer(closed)
     call_none = "f = None\nf()"
-    assert _closed_writer(raised(call_none, "/usr/lib/python3.11/asyncio/selector_events.py"))
-    assert not _closed_writer(raised("None.writelines([])", "/app/worker.py"))
+    assert closed_writer(raised(call_none, "/usr/lib/python3.11/asyncio/selector_events.py"))
+    assert not closed_writer(raised("None.writelines([])", "/app/worker.py"))
+
+
+async def test_durability_replica_without_a_replica_says_the_write_happened_but_unconfirmed(
+        redis_url: str, ns: str) -> None:
+    async with await redismem.connect(redis_url, namespace=ns, durability="replica",
+                                      replica_timeout=0.05) as mem:
+        scope = mem.session("s")
+        with pytest.raises(redismem.NotReplicatedError) as info:
+            await scope.set("k", "v")
+        assert info.value.reply == [1] and (info.value.wanted, info.value.confirmed) == (1, 0)
+        assert "applied on the primary" in str(info.value)
+        assert await scope.get("k") == redismem.MemoryValue("v", 1, True)
+        with pytest.raises(redismem.ConflictError):  # a refusal is still a refusal
+            await scope.set("k", "w", expected_revision=0)
+    with pytest.raises(redismem.InvalidArgumentError):
+        await redismem.connect(redis_url, namespace=ns, durability="quorum")

@@ -51,7 +51,7 @@ NAMESPACE = "faults"
 SOCKET_TIMEOUT = 0.5
 PAUSES = (1.5, 6.0)
 """Seconds a pause lasts: longer than SOCKET_TIMEOUT, so calls in flight
-time out and are sent again (redismem.memory.RETRIES)."""
+time out and are sent again (redismem.retries.RETRIES)."""
 
 
 @dataclass
