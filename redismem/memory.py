@@ -359,7 +359,7 @@ class _Cluster(RedisCluster):
     """redis-py's ``RedisCluster`` whose calls wait between attempts after a
     lost node: redis-py retries at once, with the slot map re-read, which
     is over in milliseconds while a failover takes seconds. Every call is
-    safe to send again (see :data:`RETRIES`)."""
+    safe to send again (:mod:`.retries`)."""
 
     async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
         waits = backoff()
