@@ -10,9 +10,11 @@ Changes are saved with ``ACL SAVE`` when the server has an ACL file.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import secrets
+from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -21,7 +23,7 @@ from redis.asyncio import Redis
 from . import _validate as check
 from .acl import Role, rules
 from .errors import InvalidArgumentError
-from .functions import is_cluster
+from .functions import cluster_nodes, is_cluster, node_client
 from .memory import detect_capabilities
 
 REGISTRY = "rm:acl:users"
@@ -65,25 +67,46 @@ def _hash(password: str) -> str:
     return "#" + hashlib.sha256(password.encode()).hexdigest()
 
 
+@contextlib.asynccontextmanager
+async def _nodes(client: Redis) -> AsyncIterator[list[Redis]]:
+    """The server, or a plain client to every healthy node of a cluster:
+    primaries and replicas, since each keeps its own users and a replica
+    may become a primary (redis-py's cluster client knows only primaries)."""
+    if not is_cluster(client):
+        yield [client]
+        return
+    async with contextlib.AsyncExitStack() as stack:
+        yield [await stack.enter_async_context(node_client(client, n.host, n.port))
+               for n in await cluster_nodes(client) if n.healthy]
+
+
+async def _everywhere(client: Redis, *args: Any) -> list[Any]:
+    """Run an ACL command on the server, or on every node of a cluster."""
+    async with _nodes(client) as nodes:
+        return [await node.execute_command(*args)  # type: ignore[no-untyped-call]
+                for node in nodes]
+
+
 async def _save(client: Redis) -> bool:
-    """ACL SAVE when the server keeps its users in an ACL file; whether it did."""
-    found = await client.config_get("aclfile")
-    if not found.get("aclfile"):
-        return False
-    await client.execute_command("ACL", "SAVE")  # type: ignore[no-untyped-call]
-    return True
+    """ACL SAVE on each node that keeps its users in an ACL file; whether any did."""
+    saved = False
+    async with _nodes(client) as nodes:
+        for node in nodes:
+            found = await node.config_get("aclfile")
+            if found.get("aclfile"):
+                await node.execute_command("ACL", "SAVE")  # type: ignore[no-untyped-call]
+                saved = True
+    return saved
 
 
 async def acl_users(client: Redis) -> list[str]:
     """The names of the server's ACL users (ACL USERS), sorted; on a cluster,
     of any of its nodes (each node has its own)."""
-    if is_cluster(client):
-        replies = (await client.execute_command(  # type: ignore[no-untyped-call]
-            "ACL", "USERS", target_nodes=client.get_nodes())).values()  # type: ignore[attr-defined]
-    else:
-        replies = [await client.execute_command("ACL", "USERS")]  # type: ignore[no-untyped-call]
-    return sorted({n.decode() if isinstance(n, bytes) else str(n)
-                   for names in replies for n in names})
+    names: set[str] = set()
+    for reply in await _everywhere(client, "ACL", "USERS"):
+        for name in reply:
+            names.add(name.decode() if isinstance(name, bytes) else str(name))
+    return sorted(names)
 
 
 async def _exists(client: Redis, user: str) -> bool:
@@ -108,8 +131,7 @@ async def add_user(client: Redis, user: str, role: Role, *,
     secret = new_password() if password is None else password
     capabilities = await detect_capabilities(client, "redis", 0)
     user_rules = rules(role, user, search=capabilities.search)
-    await client.execute_command(  # type: ignore[no-untyped-call]
-        "ACL", "SETUSER", user, "reset", "on", _hash(secret), *user_rules)
+    await _everywhere(client, "ACL", "SETUSER", user, "reset", "on", _hash(secret), *user_rules)
     await client.hset(REGISTRY, user, json.dumps(
         {"role": role.name, "namespace": role.namespace, "sessions": list(role.sessions),
          "workflows": list(role.workflows)}, sort_keys=True))
@@ -146,7 +168,7 @@ async def remove_user(client: Redis, user: str) -> bool:
     server); False when there was none."""
     if user == "default":
         raise InvalidArgumentError("the default user cannot be removed")
-    removed = int(await client.execute_command("ACL", "DELUSER", user))  # type: ignore[no-untyped-call]
+    removed = max(int(n) for n in await _everywhere(client, "ACL", "DELUSER", user))
     await client.hdel(REGISTRY, user)
     await _save(client)
     return removed > 0
@@ -158,8 +180,7 @@ async def rotate_password(client: Redis, user: str, *, password: str | None = No
     if not await _exists(client, user):
         raise InvalidArgumentError(f"there is no ACL user {user!r}")
     secret = new_password() if password is None else password
-    await client.execute_command(  # type: ignore[no-untyped-call]
-        "ACL", "SETUSER", user, "resetpass", _hash(secret))
+    await _everywhere(client, "ACL", "SETUSER", user, "resetpass", _hash(secret))
     await _save(client)
     return secret if password is None else None
 

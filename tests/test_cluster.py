@@ -294,3 +294,31 @@ async def test_with_durability_replica_no_acknowledged_write_is_lost_in_a_failov
                 assert await scope.get(f"n{i}") == redismem.MemoryValue(count, count, True)
     finally:
         local.stop()
+
+
+async def test_users_are_made_removed_and_rotated_on_every_node(cluster: LocalCluster) -> None:
+    from redismem import users
+    from redismem.acl import Role
+    from redismem.memory import open_client
+
+    admin = await open_client(cluster.url)
+    try:
+        made = await users.add_user(admin, "clw", Role("writer", "cw"))
+        assert made.password is not None
+        for port in cluster.ports:  # primaries and replicas alike
+            with cluster.client(port) as client:
+                assert b"clw" in client.execute_command("ACL", "USERS")
+        url = cluster.url.replace(f"default:{cluster.password}", f"clw:{made.password}")
+        async with await redismem.connect(url, namespace="cw") as mem:
+            assert mem.principal == "clw"
+            assert await mem.session("s").set("k", 1) == 1
+        with pytest.raises(redismem.PermissionDeniedError):
+            async with await redismem.connect(url, namespace="other") as other:
+                await other.session("s").set("k", 1)
+        assert await users.rotate_password(admin, "clw") is not None
+        assert await users.remove_user(admin, "clw") is True
+        for port in cluster.ports:
+            with cluster.client(port) as client:
+                assert b"clw" not in client.execute_command("ACL", "USERS")
+    finally:
+        await admin.aclose()
