@@ -8,12 +8,11 @@ that order (files in name order) into one ``#!lua name=redismem`` library.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hashlib
 import re
 import secrets
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -43,7 +42,7 @@ from .errors import (
     RequestTooLargeError,
     from_reply,
 )
-from .retries import RETRIES, backoff, closed_writer
+from .retries import persistently
 
 LIBRARY_NAME = "redismem"
 _REGISTER = re.compile(r"^register\('(redismem_\w+)'", re.MULTILINE)
@@ -193,13 +192,10 @@ async def node_client(client: Redis, host: str, port: int) -> AsyncIterator[Redi
         await pool.disconnect()
 
 
-async def _command(client: Redis, *args: Any) -> Any:
-    return await client.execute_command(*args)  # type: ignore[no-untyped-call]
-
-
 async def server_library(client: Redis) -> ServerLibrary | None:
     """The redismem library loaded on the server, or None."""
-    listed = await _command(client, "FUNCTION", "LIST", "LIBRARYNAME", LIBRARY_NAME, "WITHCODE")
+    listed = await cast(Awaitable[Any], client.function_list(library=LIBRARY_NAME,
+                                                               withcode=True))
     if not listed:
         return None
     entry = listed[0]
@@ -207,7 +203,7 @@ async def server_library(client: Redis) -> ServerLibrary | None:
     code = fields.get(b"library_code", fields.get("library_code", b""))
     digest = code_digest(code if isinstance(code, bytes) else str(code).encode())
     try:
-        version = int(await _command(client, "FCALL_RO", "redismem_version", 0))
+        version = int(await client.fcall_ro("redismem_version", 0))
     except ResponseError:
         version = 0  # a library without a working version function is older than any
     return ServerLibrary(version, digest)
@@ -269,8 +265,7 @@ async def _ensure_on(client: Redis, force: bool) -> LoadResult:
             f"package's {source.version}; upgrade redismem instead of downgrading the library"
         )
     try:
-        await _command(client, "FUNCTION", "LOAD",
-                       *(("REPLACE",) if previous is not None else ()), source.code)
+        await cast(Awaitable[Any], client.function_load(source.code, replace=previous is not None))
     except NoPermissionError:
         have = "no redismem library" if previous is None else f"library version {previous}"
         raise PermissionDeniedError(
@@ -406,29 +401,25 @@ class Functions:
     async def _on_owner(self, call: tuple[Any, ...], wait: tuple[Any, ...], key: str
                         ) -> tuple[Any, Any]:
         cluster = cast(RedisCluster, self._client)
-        waits = backoff()
-        for attempt in range(RETRIES + 1):
+
+        async def attempt() -> tuple[Any, Any]:
+            node = cluster.get_node_from_key(key)
+            if node is None:
+                raise RedisConnectionError(f"{call[1]}: no node holds the slot of {key!r}")
             commands = [PipelineCommand(0, *call), PipelineCommand(1, *wait)]
-            try:
-                node = cluster.get_node_from_key(key)
-                if node is None:
-                    raise RedisConnectionError(f"no node holds the slot of {key!r}")
-                await node.execute_pipeline(commands)
-                reply = commands[0].result
-                if not isinstance(reply, (RedisConnectionError, RedisTimeoutError, MovedError,
-                                          AskError, TryAgainError, ClusterDownError)):
-                    return reply, commands[1].result
-            except (RedisConnectionError, RedisTimeoutError):
-                pass
-            except (AttributeError, TypeError) as exc:
-                if not closed_writer(exc):
-                    raise
-            if attempt == RETRIES:
-                raise RedisConnectionError(f"{call[1]} could not reach the owner of its slot")
-            await asyncio.sleep(waits.compute(attempt + 1))
-            with contextlib.suppress(RedisError):  # the slot map changed: read it again
+            await node.execute_pipeline(commands)
+            reply = commands[0].result
+            if isinstance(reply, (RedisConnectionError, RedisTimeoutError, MovedError, AskError,
+                                  TryAgainError, ClusterDownError)):
+                raise RedisConnectionError(
+                    f"{call[1]} could not reach the owner of its slot: {reply}") from reply
+            return reply, commands[1].result
+
+        async def reread_slots() -> None:  # the slot map changed: read it again
+            with contextlib.suppress(RedisError):
                 await cluster.nodes_manager.initialize()
-        raise AssertionError("unreachable")
+
+        return await persistently(attempt, between=reread_slots)
 
     async def version(self) -> int:
         """``redismem_version``."""

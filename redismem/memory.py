@@ -18,9 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 from redis.asyncio import Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.connection import parse_url
-from redis.exceptions import ClusterDownError, ResponseError, SlotNotCoveredError
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.exceptions import ResponseError
 
 from . import _validate as check
 from . import feed, limits, server
@@ -28,7 +26,7 @@ from . import keys as K
 from ._connection import Connection
 from .errors import EvictionPolicyError, InvalidArgumentError, PermissionDeniedError
 from .functions import Functions, ensure_library
-from .retries import RETRIES, SOCKET_TIMEOUT, backoff, closed_writer, retry
+from .retries import SOCKET_TIMEOUT, persistently, retry
 from .scope import MemoryScope
 from .types import Capabilities, ChangePage, MemoryChangeEvent, MemoryValue
 
@@ -362,19 +360,8 @@ class _Cluster(RedisCluster):
     safe to send again (:mod:`.retries`)."""
 
     async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
-        waits = backoff()
-        for attempt in range(RETRIES + 1):
-            try:
-                return await super().execute_command(*args, **kwargs)
-            except (RedisConnectionError, RedisTimeoutError, ClusterDownError,
-                    SlotNotCoveredError):
-                if attempt == RETRIES:
-                    raise
-            except (AttributeError, TypeError) as exc:
-                if attempt == RETRIES or not closed_writer(exc):
-                    raise
-            await asyncio.sleep(waits.compute(attempt + 1))
-        raise AssertionError("unreachable")
+        send = super().execute_command
+        return await persistently(lambda: send(*args, **kwargs))
 
 
 def _cluster_client(url: str, scheme: str) -> Redis:

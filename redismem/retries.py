@@ -7,8 +7,17 @@ vector write carries a request id that the library applies once
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
 from redis.asyncio.retry import Retry
 from redis.backoff import EqualJitterBackoff
+from redis.exceptions import ClusterDownError, SlotNotCoveredError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+T = TypeVar("T")
 
 RETRIES = 10
 """How often a call is sent again, waiting 50 ms, 100 ms, ... up to 2 s in
@@ -28,6 +37,33 @@ def backoff() -> EqualJitterBackoff:
 def retry() -> Retry:
     """redis-py's retry policy for a standalone client."""
     return Retry(backoff(), RETRIES)
+
+
+LOST = (RedisConnectionError, RedisTimeoutError, ClusterDownError, SlotNotCoveredError)
+"""What ends an attempt without an answer: a lost connection or timeout, or
+a cluster whose slot owner is failing over."""
+
+
+async def persistently(attempt: Callable[[], Awaitable[T]], *,
+                       between: Callable[[], Awaitable[None]] | None = None) -> T:
+    """``attempt()``, made again after a :data:`LOST` error (or a write on a
+    connection another task closed, :func:`closed_writer`), up to
+    :data:`RETRIES` times with :func:`backoff` waits; ``between`` runs after
+    each wait, before the next attempt. The last error is raised."""
+    waits = backoff()
+    for tries in range(RETRIES + 1):
+        try:
+            return await attempt()
+        except LOST:
+            if tries == RETRIES:
+                raise
+        except (AttributeError, TypeError) as exc:
+            if tries == RETRIES or not closed_writer(exc):
+                raise
+        await asyncio.sleep(waits.compute(tries + 1))
+        if between is not None:
+            await between()
+    raise AssertionError("unreachable")
 
 
 _WRITER_FILES = ("redis/asyncio/connection.py", "asyncio/streams.py",
