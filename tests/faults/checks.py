@@ -100,11 +100,12 @@ def feed(ops: Sequence[Op], events: Sequence[Event]) -> list[str]:
     gaps = [(a, b) for a, b in itertools.pairwise(seqs) if b != a + 1]
     if gaps:
         problems.append(f"the feed is not gap-free and ordered: {gaps[:5]}")
-    by_rev: dict[tuple[KeyId, int], list[Event]] = defaultdict(list)
+    names = [_op_of_event(e) for e in events]  # each event's JSON parsed once
+    by_rev: dict[tuple[KeyId, int], list[int]] = defaultdict(list)  # -> event positions
     last_rev: dict[KeyId, int] = {}
-    for event in events:
+    for at, event in enumerate(events):
         key = _event_key(event)
-        by_rev[(key, event["rev"])].append(event)
+        by_rev[(key, event["rev"])].append(at)
         if event["rev"] <= last_rev.get(key, 0):
             problems.append(f"revisions of {'/'.join(key)} do not increase at event {event['seq']}")
         last_rev[key] = event["rev"]
@@ -121,22 +122,22 @@ def feed(ops: Sequence[Op], events: Sequence[Event]) -> list[str]:
                 problems.append(f"ok call {op.id} ({op.f} {'/'.join(key)} rev {revision}) has "
                                 f"{len(found)} events")
                 continue
-            claimed.add(found[0]["seq"])
-            named = _op_of_event(found[0])
+            claimed.add(found[0])
+            named = names[found[0]]
             if named is not None and named != op.id:
-                problems.append(f"event {found[0]['seq']} of {op.id} names {named}")
+                problems.append(f"event {events[found[0]]['seq']} of {op.id} names {named}")
     # events no ok call claims: each must be of an unknown call, at most once
     unclaimed: Counter[tuple[str, KeyId, str]] = Counter()
     seen_ops: Counter[str] = Counter()
-    for event in events:
-        named = _op_of_event(event)
+    for at, event in enumerate(events):
+        named = names[at]
         if named is not None:
             seen_ops[named] += 1
             call = calls.get(named)
             if call is None or call.outcome == FAIL:
                 problems.append(f"event {event['seq']} is of call {named}, which "
                                 f"{'never ran' if call is None else 'failed'}")
-        if event["seq"] not in claimed and named is None:
+        if at not in claimed and named is None:
             unclaimed[(event["by"], _event_key(event), event["action"])] += 1
     problems += [f"call {name} appears {n} times in the feed" for name, n in seen_ops.items()
                  if n > 1 and calls.get(name) is not None and calls[name].f != "set_many"]
@@ -160,16 +161,16 @@ def feed(ops: Sequence[Op], events: Sequence[Event]) -> list[str]:
         if unclaimed[target] < count:
             problems.append(f"{count} ok deletes by {target[0]} of {'/'.join(target[1])}, "
                             f"{unclaimed[target]} delete events")
-    problems += _batches(ops, events)
+    problems += _batches(ops, events, names)
     return problems
 
 
-def _batches(ops: Sequence[Op], events: Sequence[Event]) -> list[str]:
+def _batches(ops: Sequence[Op], events: Sequence[Event], names: Sequence[str | None]
+             ) -> list[str]:
     """The events of one batch call are all there or none, contiguous, in item order."""
     problems = []
     by_op: dict[str, list[Event]] = defaultdict(list)
-    for event in events:
-        named = _op_of_event(event)
+    for event, named in zip(events, names, strict=True):
         if named is not None:
             by_op[named].append(event)
     for op in ops:

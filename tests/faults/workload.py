@@ -75,8 +75,12 @@ class Client:
             self.rec.complete(op, OK, result)
         return op
 
+    def next_id(self) -> str:
+        """The id the recorder gives the next call (values name their writer)."""
+        return f"{self.rec.process}-{self.rec.count + 1}"
+
     def value(self) -> str:
-        return json.dumps({"op": f"{self.rec.process}-{self.rec.count + 1}",
+        return json.dumps({"op": self.next_id(),
                            "n": self.rng.randrange(1000)}, sort_keys=True, separators=(",", ":"))
 
     async def get(self, scope_name: str, key: str) -> Op:
@@ -113,7 +117,7 @@ class Client:
                                                          expected_revision=expected),
                                 scope=scope_name, key=key, value=value, expected=expected)
         elif roll < 0.49:
-            name = f"{self.rec.process}-{self.rec.count + 1}"
+            name = self.next_id()
 
             def bump(old: Any) -> dict[str, Any]:
                 n = old["n"] if isinstance(old, dict) and isinstance(old.get("n"), int) else 0
@@ -150,12 +154,12 @@ class Client:
         elif roll < 0.75:
             await self.get(scope_name, epoch(rng.choice((COUNTER, LOG, OBJECT))))
         elif roll < 0.80:
-            item, log = json.dumps({"op": f"{self.rec.process}-{self.rec.count + 1}"}), epoch(LOG)
+            item, log = json.dumps({"op": self.next_id()}), epoch(LOG)
             await self.call("append", lambda: scope.append(log, json.loads(item),
                                                            max_items=LOG_CAP),
                             scope=scope_name, key=log, item=item, max_items=LOG_CAP)
         elif roll < 0.84:
-            patch = json.dumps({"op": f"{self.rec.process}-{self.rec.count + 1}",
+            patch = json.dumps({"op": self.next_id(),
                                 f"f{rng.randrange(4)}": rng.randrange(100)}, sort_keys=True)
             obj = epoch(OBJECT)
             await self.call("merge", lambda: scope.merge(obj, json.loads(patch)),
