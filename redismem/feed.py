@@ -204,8 +204,10 @@ async def _watch(client: Redis, ns: str, wanted: EventFilter, after: int | None,
 def _block_ms(client: Redis, interval: float) -> int:
     """One blocking read: ``interval``, but at most half the socket timeout,
     so that a quiet feed is not taken for a lost connection."""
-    pool = getattr(client, "connection_pool", None)
-    timeout = getattr(pool, "connection_kwargs", {}).get("socket_timeout")
+    # a Redis keeps its connections' options in its pool, a RedisCluster in
+    # its nodes manager
+    holder = getattr(client, "connection_pool", None) or getattr(client, "nodes_manager", None)
+    timeout = getattr(holder, "connection_kwargs", {}).get("socket_timeout")
     seconds = min(interval, timeout / 2) if timeout else interval
     return max(1, int(seconds * 1000))
 

@@ -32,6 +32,7 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from . import keys as K
 from . import limits
 from .errors import (
     LibraryDigestError,
@@ -134,6 +135,14 @@ def is_cluster(client: Redis) -> bool:
     return isinstance(client, RedisCluster)
 
 
+def on_namespace_node(client: Redis, ns: str) -> dict[str, Any]:
+    """Options that send a keyless command (``FT._LIST``) to the node holding
+    namespace ``ns``'s slot on a cluster; none on a single server."""
+    if is_cluster(client):
+        return {"target_nodes": cast(Any, client).get_node_from_key(K.feed(ns))}
+    return {}
+
+
 @dataclass(frozen=True)
 class ClusterNodeInfo:
     """One node of a cluster as ``CLUSTER NODES`` lists it."""
@@ -210,9 +219,17 @@ async def server_library(client: Redis) -> ServerLibrary | None:
 
 
 async def server_version(client: Redis) -> int | None:
-    """The version of the redismem library loaded on the server, or None."""
-    found = await server_library(client)
-    return None if found is None else found.version
+    """The version of the redismem library loaded on the server, or None; on
+    a cluster the lowest of its primaries' versions (None when one has none)."""
+    if not is_cluster(client):
+        found = await server_library(client)
+        return None if found is None else found.version
+    versions = []
+    for host, port in await cluster_primaries(client):
+        async with node_client(client, host, port) as plain:
+            found = await server_library(plain)
+        versions.append(None if found is None else found.version)
+    return None if None in versions else min(v for v in versions if v is not None)
 
 
 async def ensure_library(client: Redis, *, force: bool = False) -> LoadResult:

@@ -15,9 +15,15 @@ from types import TracebackType
 from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
+from redis._parsers.commands import CommandPolicies, RequestPolicy, ResponsePolicy
 from redis.asyncio import Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.connection import parse_url
+from redis.commands.policies import (
+    AsyncBasePolicyResolver,
+    AsyncPolicyResolver,
+    AsyncStaticPolicyResolver,
+)
 from redis.exceptions import ResponseError
 
 from . import _validate as check
@@ -353,6 +359,29 @@ CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 """URL schemes of a Redis Cluster, and the scheme of one of its nodes."""
 
 
+_BY_INDEX_NAME = CommandPolicies(request_policy=RequestPolicy.DEFAULT_KEYED,
+                                 response_policy=ResponsePolicy.DEFAULT_KEYED)
+
+
+class _IndexRouting(AsyncBasePolicyResolver):
+    """Sends the search module's commands on one index to the node of the
+    index name's slot. redis-py 8 sends them to a random primary, right for
+    a cluster whose search coordinator spreads every index over all shards;
+    here each node's indexes are its own (an index name carries its
+    namespace's hash tag), so 2 of 3 calls were answered MOVED, and every
+    fifth MOVED made redis-py close and reopen all its connections."""
+
+    COMMANDS = ("aggregate", "alter", "create", "dropindex", "explain", "info", "profile",
+                "search", "spellcheck", "tagvals")
+
+    def __init__(self, fallback: AsyncPolicyResolver | None = None) -> None:
+        super().__init__({"ft": dict.fromkeys(self.COMMANDS, _BY_INDEX_NAME)},
+                         fallback or AsyncStaticPolicyResolver())
+
+    def with_fallback(self, fallback: AsyncPolicyResolver) -> AsyncPolicyResolver:
+        return _IndexRouting(fallback)
+
+
 class _Cluster(RedisCluster):
     """redis-py's ``RedisCluster`` whose calls wait between attempts after a
     lost node: redis-py retries at once, with the slot map re-read, which
@@ -385,7 +414,8 @@ def _cluster_client(url: str, scheme: str) -> Redis:
         options.pop(name, None)
     if options.pop("connection_class", None) is not None:  # rediss: TLS
         options["ssl"] = True
-    return cast(Redis, _Cluster(startup_nodes=nodes, max_connections=MAX_CONNECTIONS, **options))
+    return cast(Redis, _Cluster(startup_nodes=nodes, max_connections=MAX_CONNECTIONS,
+                                policy_resolver=_IndexRouting(), **options))
 
 
 async def open_client(url: str) -> Redis:
@@ -398,13 +428,21 @@ async def open_client(url: str) -> Redis:
         return _memory_client()
     scheme = url.split("://", 1)[0]
     if scheme in CLUSTER_SCHEMES:
-        return _cluster_client(url, scheme)
+        return await _ready(_cluster_client(url, scheme))
     client = Redis.from_url(url, max_connections=MAX_CONNECTIONS, retry=retry(),
                             socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=SOCKET_TIMEOUT)
     if scheme in ("redis", "rediss") and await _cluster_enabled(client):
         await client.aclose()
-        return _cluster_client(f"{scheme}+cluster://{url.split('://', 1)[1]}", f"{scheme}+cluster")
+        return await _ready(_cluster_client(f"{scheme}+cluster://{url.split('://', 1)[1]}",
+                                            f"{scheme}+cluster"))
     return client
+
+
+async def _ready(cluster: Redis) -> Redis:
+    """A cluster client that has read the slot map (so it knows each
+    namespace's node before its first call)."""
+    await persistently(cast(Any, cluster).initialize)
+    return cluster
 
 
 async def _cluster_enabled(client: Redis) -> bool:

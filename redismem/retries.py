@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from redis.asyncio.retry import Retry
 from redis.backoff import EqualJitterBackoff
-from redis.exceptions import ClusterDownError, SlotNotCoveredError
+from redis.exceptions import ClusterDownError, ClusterError, SlotNotCoveredError, TryAgainError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -39,9 +39,18 @@ def retry() -> Retry:
     return Retry(backoff(), RETRIES)
 
 
-LOST = (RedisConnectionError, RedisTimeoutError, ClusterDownError, SlotNotCoveredError)
-"""What ends an attempt without an answer: a lost connection or timeout, or
-a cluster whose slot owner is failing over."""
+LOST = (RedisConnectionError, RedisTimeoutError, ClusterDownError, SlotNotCoveredError,
+        TryAgainError)
+"""What ends an attempt without an answer: a lost connection or timeout, a
+cluster whose slot owner is failing over, or a slot being moved to another
+node (TRYAGAIN: some of a call's keys have moved, some not yet)."""
+
+
+def unsettled(exc: BaseException) -> bool:
+    """Whether redis-py gave up on a cluster call because its slot was moving:
+    TRYAGAIN, MOVED or ASK answered until the call's redirect budget ran out
+    ("TTL exhausted"). No node ran the call."""
+    return isinstance(exc, ClusterError) and "TTL exhausted" in str(exc)
 
 
 async def persistently(attempt: Callable[[], Awaitable[T]], *,
@@ -56,6 +65,9 @@ async def persistently(attempt: Callable[[], Awaitable[T]], *,
             return await attempt()
         except LOST:
             if tries == RETRIES:
+                raise
+        except ClusterError as exc:
+            if tries == RETRIES or not unsettled(exc):
                 raise
         except (AttributeError, TypeError) as exc:
             if tries == RETRIES or not closed_writer(exc):

@@ -505,10 +505,10 @@ class MemoryScope:
                 f"the query has dimension {dim}; this scope's vectors have dimension "
                 f"{' and '.join(map(str, dims))}")
         if self._conn.search:
-            algorithm = await V.cached_index(self._conn, V.scope_index(ns, dim))
             ef = V.IndexParams.from_settings(self._conn.settings).ef_runtime
-            matches = await V.search_index(self._conn.client, ns, scope, sid, blob, dim, top_k,
-                                           tokens, algorithm, ef)
+            matches = await V.searched(self._conn, V.scope_index(ns, dim), lambda algorithm: (
+                V.search_index(self._conn.client, ns, scope, sid, blob, dim, top_k, tokens,
+                               algorithm, ef)))
         else:
             matches = await self._search_exact(blob, dim, top_k, filter)
         return [m for m in matches if floor is None or m.score >= floor]

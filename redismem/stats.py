@@ -16,7 +16,7 @@ from redis.exceptions import ResponseError
 
 from . import keys as K
 from . import vectors as V
-from .functions import is_cluster
+from .functions import on_namespace_node
 
 _KINDS: tuple[K.Kind, ...] = ("value", "vector")
 
@@ -47,8 +47,7 @@ async def _live_names(client: Any, ns: str, kind: K.Kind, now_ms: int) -> tuple[
 
 async def _indexes(client: Any, ns: str) -> dict[str, dict[str, Any]]:
     # on a cluster, the namespace's indexes live on the node of its slot
-    where = ({"target_nodes": client.get_node_from_key(K.feed(ns))} if is_cluster(client)
-             else {})
+    where = on_namespace_node(client, ns)
     try:
         names = sorted(n.decode() for n in await client.execute_command("FT._LIST", **where))
     except ResponseError:  # no search module

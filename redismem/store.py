@@ -581,9 +581,18 @@ class RedisMemoryStore:
         if scope is not None:
             clauses.append(V.tag_clause("_s", scope.encode().hex()))
         text = f"{' '.join(clauses)} @text:({'|'.join(words)})"
-        reply = await self.memory.client.execute_command(  # type: ignore[no-untyped-call]
-            "FT.SEARCH", K.memory_text_index(self.namespace), text, "VERBATIM", "SCORER", "BM25",
-            "RETURN", 1, "rec", "LIMIT", 0, limit, "DIALECT", 2)
+        search = ("FT.SEARCH", K.memory_text_index(self.namespace), text, "VERBATIM", "SCORER",
+                  "BM25", "RETURN", 1, "rec", "LIMIT", 0, limit, "DIALECT", 2)
+        try:
+            reply = await self.memory.client.execute_command(*search)  # type: ignore[no-untyped-call]
+        except ResponseError as exc:
+            if not V.missing_index(exc):
+                raise
+            # flushed, dropped, or the namespace's slot moved to another node:
+            # made again over the memories already there
+            self.memory._conn.indexes.pop(K.memory_text_index(self.namespace), None)
+            await self._ensure_text_index()
+            reply = await self.memory.client.execute_command(*search)  # type: ignore[no-untyped-call]
         return [memory_from_json(fields[b"rec"]) for _, fields in V.search_rows(reply)]
 
     async def search_long_term_memory_vector(
@@ -609,12 +618,13 @@ class RedisMemoryStore:
             raise InvalidVectorError(f"the query has dimension {dim}; this namespace's memory "
                                      f"embeddings have dimension {int(stored)}")
         if self.memory.capabilities.search:
-            algorithm = await self._ensure_vector_index(dim)
             clauses = [V.tag_clause("_u", user.encode().hex())]
             if scope is not None:
                 clauses.append(V.tag_clause("_s", scope.encode().hex()))
-            rows = await V.knn(self.memory.client, K.memory_vector_index(self.namespace, dim),
-                               clauses, blob, limit, algorithm, self._ef_runtime(), ("rec",))
+            spec = self._vector_index(dim)
+            rows = await V.searched(self.memory._conn, spec, lambda algorithm: V.knn(
+                self.memory.client, spec.name, clauses, blob, limit, algorithm,
+                self._ef_runtime(), ("rec",)))
             pairs = [(memory_from_json(fields[b"rec"]), score) for _, fields, score in rows]
         else:
             pairs = self._rank_exact(await self._memories(user_id, scope, embeddings=True),
@@ -633,12 +643,14 @@ class RedisMemoryStore:
     def _ef_runtime(self) -> int:
         return V.IndexParams.from_settings(self.memory._conn.settings).ef_runtime
 
+    def _vector_index(self, dim: int) -> V.IndexSpec:
+        return V.IndexSpec(K.memory_vector_index(self.namespace, dim),
+                           K.memory_prefix(self.namespace), dim, ("_u", "_s"))
+
     async def _ensure_vector_index(self, dim: int) -> str:
         if not self.memory.capabilities.search:
             return "EXACT"
-        spec = V.IndexSpec(K.memory_vector_index(self.namespace, dim),
-                           K.memory_prefix(self.namespace), dim, ("_u", "_s"))
-        return await V.cached_index(self.memory._conn, spec)
+        return await V.cached_index(self.memory._conn, self._vector_index(dim))
 
 
 async def store_from_env(**options: Any) -> RedisMemoryStore:

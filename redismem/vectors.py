@@ -12,9 +12,9 @@ import asyncio
 import hashlib
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from redis.asyncio import Redis
@@ -32,6 +32,7 @@ from .errors import (
 from .types import VectorMatch
 
 Scalar = str | int | float | bool
+T = TypeVar("T")
 _INDEX_READY_TIMEOUT = 60.0
 
 
@@ -229,9 +230,31 @@ async def _existing_algorithm(client: Redis, spec: IndexSpec, params: IndexParam
     except NoPermissionError:
         return params.algorithm
     except ResponseError as exc:
-        if "no such index" not in str(exc).lower() and "unknown index" not in str(exc).lower():
+        if not missing_index(exc):
             raise
     raise refused
+
+
+def missing_index(exc: ResponseError) -> bool:
+    """Whether the server answered that the index does not exist."""
+    text = str(exc).lower()
+    return "no such index" in text or "unknown index" in text
+
+
+async def searched(conn: Connection, spec: IndexSpec,
+                   search: Callable[[str], Awaitable[T]]) -> T:
+    """``search(algorithm)`` on ``spec``'s index. When the server has no such
+    index although this connection made or saw it (``FLUSHALL``, a dropped
+    index, or the namespace's slot moved to another cluster node, which has
+    the keys but not the index), the index is made again over the
+    documents already there, and the search runs once more."""
+    try:
+        return await search(await cached_index(conn, spec))
+    except ResponseError as exc:
+        if not missing_index(exc):
+            raise
+    conn.indexes.pop(spec.name, None)
+    return await search(await cached_index(conn, spec))
 
 
 async def cached_index(conn: Connection, spec: IndexSpec) -> str:

@@ -6,6 +6,7 @@
     python scripts/bench.py store [--n 10000] [--url URL] [--json]
     python scripts/bench.py transfer [--n 50000] [--url URL] [--json]
     python scripts/bench.py stall [--n 200000] [--url URL] [--json]
+    python scripts/bench.py cluster [--n 2000] [--json]
 
 Without --url a fresh embedded server is started in a temporary directory
 (AOF on, appendfsync everysec) and stopped afterwards. Figures are ops/s of
@@ -28,6 +29,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -608,6 +610,112 @@ async def bench_stall(url: str, n: int) -> list[dict[str, Any]]:
     return [{"op": row["op"], **row["result"]} for row in rows]
 
 
+async def _latencies(n: int, ops: dict[str, Callable[[int], Awaitable[Any]]],
+                     rounds: int = 5) -> dict[str, list[float]]:
+    """Per-call times (ms) of each op over ``n`` sequential awaited calls, the
+    ops taking turns in ``rounds`` rounds so all see the same conditions."""
+    times: dict[str, list[float]] = {name: [] for name in ops}
+    for op in ops.values():  # warm-up
+        for i in range(min(100, n)):
+            await op(i)
+    per_round = max(1, n // rounds)
+    for r in range(rounds):
+        for name, op in ops.items():
+            for i in range(r * per_round, (r + 1) * per_round):
+                start = time.perf_counter()
+                await op(i)
+                times[name].append((time.perf_counter() - start) * 1000)
+    return times
+
+
+async def _throughput(url: str, names: list[str], seconds: float) -> float:
+    """Writes/s of one writer task per namespace, all at once, for ``seconds``."""
+    mems = [await redismem.connect(url, namespace=ns, principal="bench") for ns in names]
+    done = 0
+    stop = time.perf_counter() + seconds
+
+    async def writer(mem: redismem.Memory) -> None:
+        nonlocal done
+        scope, i = mem.session("s"), 0
+        while time.perf_counter() < stop:
+            await scope.set(f"k{i % 1000}", {"n": i})
+            i += 1
+            done += 1
+
+    start = time.perf_counter()
+    await asyncio.gather(*(writer(mem) for mem in mems))
+    elapsed = time.perf_counter() - start
+    for mem in mems:
+        await mem.close()
+    return done / elapsed
+
+
+async def bench_cluster(url: str, cluster_url: str, n: int) -> list[dict[str, Any]]:
+    """The same calls through the standalone client (one server) and the
+    cluster client (3 primaries), alternating; then 30 namespaces written at
+    once on each."""
+    ns = "bench" + uuid.uuid4().hex[:8]
+    rng = np.random.default_rng(7)
+    rows: list[dict[str, Any]] = []
+    async with await redismem.connect(url, namespace=ns) as one, \
+            await redismem.connect(cluster_url, namespace=ns) as many:
+        scopes = {"standalone": one.session("s"), "cluster": many.session("s")}
+        vecs = rng.normal(size=(1000, 64)).astype(np.float32)
+        for scope in scopes.values():
+            for start in range(0, 1000, 100):
+                await scope.set_vectors([(f"v{start + j}", vecs[start + j].tolist())
+                                         for j in range(100)])
+        queries = rng.normal(size=(64, 64)).tolist()
+        calls: dict[str, Callable[[Any], Callable[[int], Awaitable[Any]]]] = {
+            "set": lambda sc: lambda i: sc.set(f"k{i}", {"n": i}),
+            "get": lambda sc: lambda i: sc.get(f"k{i}"),
+            "similarity_search (1,000 x 64-d, top 10)":
+                lambda sc: lambda i: sc.similarity_search(queries[i % 64], top_k=10),
+        }
+        for op, make in calls.items():
+            times = await _latencies(n, {side: make(sc) for side, sc in scopes.items()})
+            p50 = {side: _percentile(t, 50) for side, t in times.items()}
+            p99 = {side: _percentile(t, 99) for side, t in times.items()}
+            rows.append({"op": op, "standalone_p50_ms": p50["standalone"],
+                         "cluster_p50_ms": p50["cluster"],
+                         "standalone_p99_ms": p99["standalone"], "cluster_p99_ms": p99["cluster"],
+                         "ratio_p50": p50["cluster"] / p50["standalone"], "target": 1.3})
+    names = [f"{ns}-{i}" for i in range(30)]
+    rates = {side: await _throughput(u, names, 5.0)
+             for side, u in (("standalone", url), ("cluster", cluster_url))}
+    rows.append({"op": "30 namespaces writing at once, writes/s", **rates,
+                 "ratio": rates["cluster"] / rates["standalone"]})
+    return rows
+
+
+def cluster_table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| call | standalone p50 | cluster p50 | cluster / standalone | target | "
+             "standalone p99 | cluster p99 |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for row in rows[:-1]:
+        lines.append(f"| {row['op']} | {row['standalone_p50_ms']:.3f} ms | "
+                     f"{row['cluster_p50_ms']:.3f} ms | {row['ratio_p50']:.2f} | "
+                     f"≤ {row['target']} | {row['standalone_p99_ms']:.3f} ms | "
+                     f"{row['cluster_p99_ms']:.3f} ms |")
+    last = rows[-1]
+    lines.append(f"| {last['op']} | {last['standalone']:,.0f}/s | {last['cluster']:,.0f}/s | "
+                 f"{last['ratio']:.2f} | | | |")
+    return "\n".join(lines)
+
+
+@contextmanager
+def local_cluster() -> Iterator[str]:
+    """A 3-primary cluster (no replicas) of the embedded server, from the tests."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.cluster import LocalCluster
+
+    with tempfile.TemporaryDirectory(prefix="redismem-bench-cluster-") as data_dir:
+        cluster = LocalCluster(Path(data_dir), replicas=0).start()
+        try:
+            yield cluster.url
+        finally:
+            cluster.stop()
+
+
 def stall_table(rows: list[dict[str, Any]]) -> str:
     lines = ["| call | call time | longest PING wait | p99 PING wait |",
              "|---|---:|---:|---:|"]
@@ -652,7 +760,8 @@ def table(rows: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("suite", choices=["kv", "feed", "vectors", "store", "transfer", "stall"])
+    parser.add_argument("suite", choices=["kv", "feed", "vectors", "store", "transfer", "stall",
+                                          "cluster"])
     parser.add_argument("--n", type=int, default=None,
                         help="operations per measurement (default: kv 10000, feed 2000)")
     parser.add_argument("--url", default=None, help="benchmark this server instead")
@@ -661,14 +770,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     n = args.n or {"kv": 10_000, "feed": 2000, "vectors": 100_000, "store": 10_000,
-                   "transfer": 50_000, "stall": 200_000}[args.suite]
+                   "transfer": 50_000, "stall": 200_000, "cluster": 2000}[args.suite]
     suites = {"kv": (bench_kv, table), "feed": (bench_feed, feed_table),
               "vectors": (bench_vectors, vectors_table), "store": (bench_store, vectors_table),
               "transfer": (bench_transfer, table), "stall": (bench_stall, stall_table)}
-    run, render = suites[args.suite]
-    with server_url(args.url) as url:
-        rows = asyncio.run(bench_vectors(url, n, args.index) if args.suite == "vectors"
-                           else run(url, n))
+    if args.suite == "cluster":
+        with server_url(args.url) as url, local_cluster() as cluster_url:
+            rows = asyncio.run(bench_cluster(url, cluster_url, n))
+        render = cluster_table
+    else:
+        run, render = suites[args.suite]
+        with server_url(args.url) as url:
+            rows = asyncio.run(bench_vectors(url, n, args.index) if args.suite == "vectors"
+                               else run(url, n))
     if args.json:
         print(json.dumps(rows, indent=2))
     else:

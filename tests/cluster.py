@@ -115,6 +115,34 @@ class LocalCluster:
                                             stderr=subprocess.DEVNULL)
         self._wait(lambda: self._ping(port), f"node {port} to answer again")
 
+    def node_id(self, port: int) -> str:
+        with self.client(port) as client:
+            return str(client.execute_command("CLUSTER", "MYID").decode())
+
+    def migrate_slot(self, slot: int, source: int, target: int, batch: int = 50,
+                     pause: float = 0.02) -> int:
+        """Move ``slot`` from primary ``source`` to primary ``target`` as
+        ``redis-cli --cluster reshard`` does (SETSLOT IMPORTING/MIGRATING,
+        MIGRATE in batches of ``batch`` keys with ``pause`` seconds between,
+        then SETSLOT NODE on every primary); returns the keys moved."""
+        source_id, target_id = self.node_id(source), self.node_id(target)
+        moved = 0
+        with self.client(source) as src, self.client(target) as dst:
+            dst.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)
+            src.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)
+            while keys := src.execute_command("CLUSTER", "GETKEYSINSLOT", slot, batch):
+                src.execute_command("MIGRATE", "127.0.0.1", target, "", 0, 10_000,
+                                    "AUTH2", "default", self.password, "KEYS", *keys)
+                moved += len(keys)
+                time.sleep(pause)
+            dst.execute_command("CLUSTER", "SETSLOT", slot, "NODE", target_id)
+            src.execute_command("CLUSTER", "SETSLOT", slot, "NODE", target_id)
+        for port in self.ports[: self.primaries]:
+            if port not in (source, target):
+                with self.client(port) as client:
+                    client.execute_command("CLUSTER", "SETSLOT", slot, "NODE", target_id)
+        return moved
+
     @staticmethod
     def _replicate(client: redis.Redis, primary: str) -> bool:
         try:

@@ -1,6 +1,12 @@
 """Test fixtures: a real embedded Redis server (search + JSON modules) on a
 free loopback port for the whole session; ``memory://`` as an extra backend
-for the scope tests; a fresh namespace per test, so nothing needs flushing."""
+for the scope tests; a Redis Cluster (3 primaries, 3 replicas) for the tests
+marked ``on_cluster`` and ``cluster``; a fresh namespace per test, so nothing
+needs flushing.
+
+``mem`` runs a test on the server and on ``memory://``, ``rmem`` on the
+server only; a test (or module) marked ``on_cluster`` runs once more on the
+cluster, and ``server_url`` is the URL of whichever server it runs on."""
 
 from __future__ import annotations
 
@@ -12,6 +18,18 @@ import pytest
 
 import redismem
 from redismem.server import EmbeddedServer, ServerState
+
+from .cluster import LocalCluster
+
+_CLUSTER = pytest.param("cluster", marks=pytest.mark.cluster)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    cluster = [_CLUSTER] if metafunc.definition.get_closest_marker("on_cluster") else []
+    if "backend" in metafunc.fixturenames:
+        metafunc.parametrize("backend", ["redis", "memory", *cluster], indirect=True)
+    elif "server" in metafunc.fixturenames and cluster:
+        metafunc.parametrize("server", ["redis", *cluster], indirect=True)
 
 
 @pytest.fixture(scope="session")
@@ -27,23 +45,59 @@ def redis_url(redis_server: ServerState) -> str:
     return redis_server.url
 
 
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    local = LocalCluster(tmp_path_factory.mktemp("cluster"))
+    try:
+        yield local.start()
+    finally:
+        local.stop()
+
+
+@pytest.fixture
+def server(request: pytest.FixtureRequest) -> str:
+    """Which server a real-server test runs on: "redis", or "cluster"."""
+    return str(getattr(request, "param", "redis"))
+
+
+@pytest.fixture
+def server_url(request: pytest.FixtureRequest, server: str) -> str:
+    if server == "cluster":
+        return str(request.getfixturevalue("redis_cluster").url)
+    return str(request.getfixturevalue("redis_url"))
+
+
+@pytest.fixture
+def backend(request: pytest.FixtureRequest) -> str:
+    """Which backend a test of ``mem`` runs on: "redis", "memory" or "cluster"."""
+    return str(request.param)
+
+
+@pytest.fixture
+def backend_url(request: pytest.FixtureRequest, backend: str) -> str:
+    if backend == "memory":
+        return "memory://"
+    return str(request.getfixturevalue("redis_cluster").url if backend == "cluster"
+               else request.getfixturevalue("redis_url"))
+
+
 @pytest.fixture
 def ns() -> str:
     return "t" + uuid.uuid4().hex[:12]
 
 
 @pytest.fixture
-async def rmem(redis_url: str, ns: str) -> AsyncIterator[redismem.Memory]:
-    """Memory on the real server."""
-    async with await redismem.connect(redis_url, namespace=ns, principal="tester") as mem:
+async def rmem(server_url: str, ns: str) -> AsyncIterator[redismem.Memory]:
+    """Memory on the real server (and on the cluster when marked ``on_cluster``)."""
+    async with await redismem.connect(server_url, namespace=ns, principal="tester") as mem:
         yield mem
 
 
-@pytest.fixture(params=["redis", "memory"])
-async def mem(request: pytest.FixtureRequest, ns: str) -> AsyncIterator[redismem.Memory]:
-    """Memory on the real server, and again on ``memory://``."""
-    url = request.getfixturevalue("redis_url") if request.param == "redis" else "memory://"
-    async with await redismem.connect(url, namespace=ns, principal="tester") as memory:
+@pytest.fixture
+async def mem(backend_url: str, ns: str) -> AsyncIterator[redismem.Memory]:
+    """Memory on the real server, and again on ``memory://`` (and on the
+    cluster when marked ``on_cluster``)."""
+    async with await redismem.connect(backend_url, namespace=ns, principal="tester") as memory:
         yield memory
 
 

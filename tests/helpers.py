@@ -6,6 +6,7 @@ from pathlib import Path
 
 import redismem
 from redismem import keys as K
+from redismem.functions import on_namespace_node
 from redismem.memory import open_client
 
 REPO = Path(__file__).resolve().parent.parent
@@ -32,7 +33,7 @@ async def flush_namespace(url: str, ns: str) -> None:
     """Delete every key and search index of namespace ``ns``."""
     client = await open_client(url)
     try:
-        for index in await client.execute_command("FT._LIST"):
+        for index in await client.execute_command("FT._LIST", **on_namespace_node(client, ns)):
             if index.decode().startswith(K.index_prefix(ns)):
                 await client.execute_command("FT.DROPINDEX", index)
         keys = [key async for key in client.scan_iter(match=K.pattern(ns), count=1000)]

@@ -5,9 +5,9 @@ every call routed to the owner of its namespace's slot."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 import redis
 from redis.asyncio.cluster import RedisCluster
@@ -15,22 +15,19 @@ from redis.cluster import key_slot
 
 import redismem
 from redismem import keys as K
-from redismem.functions import bundled, server_library
+from redismem.functions import bundled, server_library, server_version
 from redismem.store import RedisMemoryStore
 from redismem.types import MemoryEvent
 
 from .cluster import LocalCluster
+from .helpers import REPO
 
 pytestmark = pytest.mark.cluster
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    local = LocalCluster(Path(tmp_path_factory.mktemp("cluster")))
-    try:
-        yield local.start()
-    finally:
-        local.stop()
+@pytest.fixture
+def cluster(redis_cluster: LocalCluster) -> LocalCluster:
+    return redis_cluster
 
 
 def owner(cluster: LocalCluster, ns: str) -> int:
@@ -114,6 +111,40 @@ async def test_vectors_and_threads_live_on_their_namespace_shard(cluster: LocalC
             await store.append_event(MemoryEvent("e1", "t", None, "message", 1, {"ns": ns}))
             await store.append_event(MemoryEvent("e1", "t", None, "message", 1, {"ns": ns}))
             assert [e.payload for e in await store.get_recent_events("t")] == [{"ns": ns}]
+
+
+def _search_calls(cluster: LocalCluster) -> dict[int, int]:
+    """FT.* commands each primary was sent (served or redirected), by port."""
+    counts = {}
+    for port in cluster.ports[: cluster.primaries]:
+        with cluster.client(port) as client:
+            stats = client.info("commandstats")
+        counts[port] = sum(int(row.get("calls", 0)) + int(row.get("rejected_calls", 0))
+                           for name, row in stats.items() if name.startswith("cmdstat_FT."))
+    return counts
+
+
+async def test_search_commands_go_straight_to_the_namespace_node(cluster: LocalCluster) -> None:
+    """An index lives on the node of its namespace's slot: every FT.* call is
+    sent there, never to another primary first (redis-py sends them to a
+    random primary, which answers MOVED)."""
+    ns = "route"
+    async with RedisMemoryStore(cluster.url, namespace=ns) as store:
+        mem = store.memory
+        scope = mem.session("s")
+        await scope.set_vector("x", [1.0, 0.0])
+        await store.upsert_long_term_memory(redismem.LongTermMemory(
+            "m", "u", "knowledge", {}, "redis cluster", [], {}, 1, 1), embedding=[1.0, 0.0])
+        before = _search_calls(cluster)
+        for _ in range(10):
+            assert [m.key for m in await scope.similarity_search([1.0, 0.1])] == ["x"]
+            assert [m.id for m in await store.search_long_term_memory_text("u", "redis")] == ["m"]
+            assert len(await store.search_long_term_memory_vector("u", [1.0, 0.1])) == 1
+        after = _search_calls(cluster)
+    home = owner(cluster, ns)
+    assert after[home] - before[home] >= 30
+    assert {port: after[port] - before[port] for port in after if port != home} == {
+        port: 0 for port in after if port != home}
 
 
 async def test_writers_carry_on_through_a_failover(tmp_path: Path) -> None:
@@ -322,3 +353,154 @@ async def test_users_are_made_removed_and_rotated_on_every_node(cluster: LocalCl
                 assert b"clw" not in client.execute_command("ACL", "USERS")
     finally:
         await admin.aclose()
+
+
+async def test_a_busy_namespace_moves_to_another_shard_whole(cluster: LocalCluster) -> None:
+    """Reshard the slot of a namespace while four writers increment counters
+    and a watcher follows its feed. Writers see no error (MOVED, ASK and
+    TRYAGAIN are followed or waited out); afterwards every key is on the new
+    owner and none on the old, every acknowledged increment is there once,
+    the watcher saw the feed gap-free and without repeats, and searches
+    (scope vectors, memory text and memory vectors) answer as before: the
+    new owner had the keys but not the indexes, and the first search made
+    them there."""
+    ns = "moving"
+    rng = np.random.default_rng(13)
+    source = owner(cluster, ns)
+    target = next(p for p in cluster.ports[: cluster.primaries] if p != source)
+    slot = key_slot(K.feed(ns).encode())
+    queries = [rng.normal(size=8).tolist() for _ in range(5)]
+    async with RedisMemoryStore(cluster.url, namespace=ns) as store:
+        mem = store.memory
+        scope = mem.session("s")
+        await scope.set_vectors([(f"v{i}", rng.normal(size=8).tolist(), {"half": "ab"[i % 2]})
+                                 for i in range(300)], atomic=False)
+        for i in range(20):
+            await store.upsert_long_term_memory(redismem.LongTermMemory(
+                f"m{i}", "u", "knowledge", {}, f"note {i} about {'redis' if i % 2 else 'lua'}",
+                [], {}, 1, 1), embedding=rng.normal(size=8).tolist())
+
+        async def searches() -> list[object]:
+            return [
+                *[await scope.similarity_search(q, top_k=10) for q in queries],
+                await scope.similarity_search(queries[0], top_k=5, filter={"half": "a"}),
+                # equal BM25 scores: RediSearch returns them in no set order
+                sorted(m.id for m in await store.search_long_term_memory_text("u", "redis")),
+                await store.search_long_term_memory_vector("u", queries[1], limit=5)]
+
+        before = await searches()
+        start = int(await mem.client.get(K.sequence(ns)))
+        done, stop = asyncio.Event(), asyncio.Event()
+        acknowledged = [0] * 4
+        seen: list[redismem.MemoryChangeEvent] = []
+
+        async def writer(i: int) -> None:
+            while not done.is_set():
+                await scope.incr(f"n{i}")
+                acknowledged[i] += 1
+
+        async def watcher() -> None:
+            async for event in mem.watch("n*", after=start, stop=stop):
+                seen.append(event)
+
+        watching = asyncio.create_task(watcher())
+        writers = [asyncio.create_task(writer(i)) for i in range(4)]
+        await asyncio.sleep(0.2)
+        moved = await asyncio.to_thread(cluster.migrate_slot, slot, source, target)
+        await asyncio.sleep(0.2)
+        done.set()
+        await asyncio.gather(*writers)
+        for _ in range(200):
+            if len(seen) >= sum(acknowledged):
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.2)  # time for any event too many to arrive
+        stop.set()
+        await asyncio.wait_for(watching, 10)
+
+        assert moved > 320 and owner(cluster, ns) == target
+        with cluster.client(source) as src, cluster.client(target) as dst:
+            assert src.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 0
+            assert dst.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) >= moved
+        for i, count in enumerate(acknowledged):
+            assert count > 0
+            assert await scope.get(f"n{i}") == redismem.MemoryValue(count, count, True)
+        sequences = [e.sequence for e in seen]
+        assert sequences == list(range(start + 1, start + 1 + sum(acknowledged)))
+        assert await searches() == before
+        with cluster.client(target) as dst:
+            indexes = {n.decode() for n in dst.execute_command("FT._LIST")}
+        assert {K.vector_index(ns, 8), K.memory_text_index(ns),
+                K.memory_vector_index(ns, 8)} <= indexes
+
+
+async def test_every_library_function_runs_on_the_namespace_node(
+        cluster: LocalCluster, tmp_path: Path) -> None:
+    """One call of every kind through the public API, on a cluster: each of
+    the library's functions runs, on the node that owns the namespace (its
+    SLOWLOG, set to log every command, shows them all)."""
+    from .test_transfer import export_text, import_text
+
+    ns = "tour"
+    home = owner(cluster, ns)
+    primaries = cluster.ports[: cluster.primaries]
+    for port in primaries:
+        with cluster.client(port) as node:
+            node.config_set("slowlog-log-slower-than", 0)
+            node.config_set("slowlog-max-len", 100_000)
+            node.slowlog_reset()
+    try:
+        async with RedisMemoryStore(cluster.url, namespace=ns) as store:
+            mem = store.memory
+            await mem.configure(vector_index="flat")
+            assert (await mem.settings())["vector_index"] == "flat"
+            session = await mem.create_session("s1")
+            scope = mem.session(session)
+            await scope.set("a", 1)
+            await scope.set_many({"b": 2, "c": 3})
+            assert (await scope.incr("a")).value == 2
+            assert await scope.delete("b") is True
+            assert (await scope.keys()).keys == ["a", "c"]
+            assert (await scope.get("c")).value == 3
+            await scope.set_vector("v", [1.0, 0.0])
+            await scope.set_vector("w", [0.0, 1.0])
+            assert (await scope.get_vector("v")).revision == 1
+            assert [m.key for m in await scope.similarity_search([1.0, 0.1], top_k=1)] == ["v"]
+            assert await scope.delete_vector("w") is True
+            events = [MemoryEvent(f"e{i}", "t", None, "message", 1000 + i, {"i": i})
+                      for i in range(5)]
+            await store.append_event(events[0])
+            await store.append_events("t", events[1:])
+            assert len(await store.get_recent_events("t")) == 5
+            assert len(await store.get_events_since("t", 1002)) == 3
+            await store.replace_thread_events("t", events[:4])
+            await store.compact_thread("t", redismem.RetentionPolicy(max_events_per_thread=2))
+            memory = redismem.LongTermMemory("m", "u", "knowledge", {}, "redis", [], {}, 1, 1)
+            await store.upsert_long_term_memory(memory, embedding=[1.0, 0.0])
+            assert [m.id for m in await store.search_long_term_memory_text("u", "redis")] == ["m"]
+            assert len(await store.search_long_term_memory_vector("u", [1.0, 0.0])) == 1
+            text = await export_text(store)
+            await store.delete_long_term_memory("u", "m")
+            assert await mem.trim_feed() >= 0
+            await import_text(store, text, tmp_path)  # into itself: the same node's slowlog
+            assert await server_version(mem.client) == bundled().version
+        logs = {}
+        for port in primaries:
+            with cluster.client(port) as node:
+                logs[port] = node.slowlog_get(100_000)
+    finally:
+        for port in primaries:
+            with cluster.client(port) as node:
+                node.config_set("slowlog-log-slower-than", 10_000)
+                node.config_set("slowlog-max-len", 128)
+
+    def called(port: int) -> set[str]:
+        return {entry["command"].split()[1].decode() for entry in logs[port]
+                if entry["command"].split()[0].upper() in (b"FCALL", b"FCALL_RO")}
+
+    library = {f"redismem_{path.stem}" for path in (REPO / "lua" / "functions").glob("*.lua")}
+    assert len(library) == 23
+    assert library - called(home) == set()
+    # elsewhere only the library's version, read on every primary
+    others = set().union(*(called(port) for port in primaries if port != home))
+    assert others <= {"redismem_version"}

@@ -14,6 +14,8 @@ import redismem
 from redismem import keys as K
 from redismem import limits
 
+pytestmark = pytest.mark.on_cluster
+
 
 async def test_cursor_paging_over_1000_events(rmem: redismem.Memory) -> None:
     scope = rmem.session("s")
@@ -229,8 +231,8 @@ asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
 """
 
 
-async def test_four_processes_500_writes_each(rmem: redismem.Memory, redis_url: str) -> None:
-    workers = [subprocess.Popen([sys.executable, "-c", WRITER, redis_url, rmem.namespace,
+async def test_four_processes_500_writes_each(rmem: redismem.Memory, server_url: str) -> None:
+    workers = [subprocess.Popen([sys.executable, "-c", WRITER, server_url, rmem.namespace,
                                  str(w), "500"]) for w in range(4)]
     assert [w.wait(timeout=120) for w in workers] == [0, 0, 0, 0]
     events: list[redismem.MemoryChangeEvent] = []
@@ -253,7 +255,7 @@ async def test_four_processes_500_writes_each(rmem: redismem.Memory, redis_url: 
 @pytest.mark.parametrize("reader", ["changes", "watch"])
 @pytest.mark.parametrize("between", ["xrange", "get"])
 async def test_a_first_write_racing_a_new_reader_is_not_an_expired_cursor(
-        rmem: redismem.Memory, redis_url: str, between: str, reader: str,
+        rmem: redismem.Memory, server_url: str, between: str, reader: str,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Found by the fault suite: the oldest retained sequence was read in two
     steps (the stream's first entry, then the counter), so the first write
@@ -261,7 +263,7 @@ async def test_a_first_write_racing_a_new_reader_is_not_an_expired_cursor(
     write is made to land just before one of the two reads, in turn."""
     client = rmem.client
     real = getattr(client, between)
-    writer = await redismem.connect(redis_url, namespace=rmem.namespace)
+    writer = await redismem.connect(server_url, namespace=rmem.namespace)
 
     async def write_first(*args: object, **kwargs: object) -> object:
         monkeypatch.setattr(client, between, real)
@@ -283,10 +285,10 @@ async def test_a_first_write_racing_a_new_reader_is_not_an_expired_cursor(
 
 
 async def test_a_watch_interval_longer_than_the_socket_timeout_still_blocks(
-        redis_url: str, ns: str) -> None:
+        server_url: str, ns: str) -> None:
     """A blocking read is cut to half the socket timeout, so a quiet feed
     with ``interval`` above the timeout is not taken for a lost server."""
-    async with await redismem.connect(f"{redis_url}?socket_timeout=0.4", namespace=ns) as mem:
+    async with await redismem.connect(f"{server_url}?socket_timeout=0.4", namespace=ns) as mem:
         stop = asyncio.Event()
 
         async def watcher() -> list[str]:

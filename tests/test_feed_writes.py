@@ -9,6 +9,8 @@ import redismem
 from redismem import keys as K
 from redismem import limits
 
+pytestmark = pytest.mark.on_cluster
+
 
 async def feed(mem: redismem.Memory) -> list[tuple[bytes, dict[bytes, bytes]]]:
     return list(await mem.client.xrange(K.feed(mem.namespace)))

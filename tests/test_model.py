@@ -212,10 +212,9 @@ class MemoryModel(RuleBasedStateMachine):
                                                     entry.revision > 0), key
 
 
-@pytest.mark.parametrize("backend", ["redis", "memory"])
-def test_store_follows_the_model(redis_url: str, backend: str) -> None:
+def test_store_follows_the_model(backend_url: str) -> None:
     class Machine(MemoryModel):
-        url = redis_url if backend == "redis" else "memory://"
+        url = backend_url
 
     run_state_machine_as_test(Machine, settings=settings(
         max_examples=25, stateful_step_count=25, deadline=None,

@@ -11,8 +11,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import redismem
 import redismem.vectors
 from redismem import keys as K
@@ -142,11 +140,9 @@ def _words(text: str) -> set[str]:
     return set(re.findall(r"\w+", text.lower()))
 
 
-@pytest.mark.parametrize("backend", ["redis", "memory"])
-async def test_text_search_matches_exactly_the_words(redis_url: str, ns: str,
+async def test_text_search_matches_exactly_the_words(backend_url: str, ns: str,
                                                      backend: str) -> None:
-    url = redis_url if backend == "redis" else "memory://"
-    async with RedisMemoryStore(url, namespace=ns) as store:
+    async with RedisMemoryStore(backend_url, namespace=ns) as store:
         for memory_id, text in TEXTS.items():
             await store.upsert_long_term_memory(redismem.LongTermMemory(
                 memory_id, "u1", "notes", {}, text, [], {}, 1, 1))

@@ -11,6 +11,8 @@ from redismem import demo
 from redismem import keys as K
 from redismem._connection import Connection
 
+pytestmark = pytest.mark.on_cluster
+
 
 async def test_sessions_example(mem: redismem.Memory) -> None:
     lines: list[str] = []

@@ -17,11 +17,12 @@ from redismem.store import long_term_memory, memory_event
 
 from .helpers import snapshot
 
+pytestmark = pytest.mark.on_cluster
 
-@pytest.fixture(params=["redis", "memory"])
-async def store(request: pytest.FixtureRequest, ns: str) -> AsyncIterator[RedisMemoryStore]:
-    url = request.getfixturevalue("redis_url") if request.param == "redis" else "memory://"
-    async with RedisMemoryStore(url, namespace=ns, principal="runner") as s:
+
+@pytest.fixture
+async def store(backend_url: str, ns: str) -> AsyncIterator[RedisMemoryStore]:
+    async with RedisMemoryStore(backend_url, namespace=ns, principal="runner") as s:
         yield s
 
 
@@ -212,6 +213,22 @@ async def test_long_term_vector_search(store: RedisMemoryStore) -> None:
     assert await store.search_long_term_memory_vector("nobody", query.tolist()) == []
 
 
+async def test_searches_make_vanished_memory_indexes_again(server_url: str, ns: str) -> None:
+    """The text and vector indexes of long-term memory, dropped under a live
+    connection (as after FLUSHALL, or a slot moved to another cluster node),
+    are made again by the next search, over the memories already there."""
+    async with RedisMemoryStore(server_url, namespace=ns) as store:
+        await store.upsert_long_term_memory(ltm("a", "redis cluster slots"), embedding=[1.0, 0.0])
+        await store.upsert_long_term_memory(ltm("b", "postgres rows"), embedding=[0.0, 1.0])
+        text = await store.search_long_term_memory_text("user-123", "redis")
+        near = await store.search_long_term_memory_vector("user-123", [0.9, 0.1])
+        for index in (K.memory_text_index(ns), K.memory_vector_index(ns, 2)):
+            await store.memory.client.execute_command("FT.DROPINDEX", index)
+        assert await store.search_long_term_memory_text("user-123", "redis") == text
+        assert await store.search_long_term_memory_vector("user-123", [0.9, 0.1]) == near
+        assert [m.id for m in text] == ["a"] and [m.id for m, _ in near] == ["a", "b"]
+
+
 class ListStore:
     """A custom backend that conforms to the protocol (the reference's example)."""
 
@@ -339,17 +356,17 @@ async def test_raw_fcall_rejects_bad_events(rmem: redismem.Memory) -> None:
     assert await snapshot(rmem) == before
 
 
-async def test_eight_concurrent_writers(rmem: redismem.Memory, redis_url: str) -> None:
+async def test_eight_concurrent_writers(rmem: redismem.Memory, server_url: str) -> None:
     thread = "busy"
 
     async def writer(w: int) -> None:
-        async with RedisMemoryStore(redis_url, namespace=rmem.namespace) as s:
+        async with RedisMemoryStore(server_url, namespace=rmem.namespace) as s:
             for i in range(500):
                 await s.append_event(MemoryEvent(f"w{w}-{i}", thread, None, "message",
                                                  redismem.now_ms(), {"w": w, "i": i}))
 
     await asyncio.gather(*(writer(w) for w in range(8)))
-    async with RedisMemoryStore(redis_url, namespace=rmem.namespace) as s:
+    async with RedisMemoryStore(server_url, namespace=rmem.namespace) as s:
         events = await s.get_recent_events(thread, limit=5000)
         assert len(events) == 4000 and len({e.id for e in events}) == 4000
         for w in range(8):  # each writer's events in its own order
@@ -361,10 +378,10 @@ async def test_eight_concurrent_writers(rmem: redismem.Memory, redis_url: str) -
         assert [e.id for e in later] == [e.id for e in events if e.timestamp >= cutoff]
 
 
-async def test_store_from_env(monkeypatch: pytest.MonkeyPatch, redis_url: str,
+async def test_store_from_env(monkeypatch: pytest.MonkeyPatch, server_url: str,
                               caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setenv("REDISMEM_BACKEND", "redis")
-    monkeypatch.setenv("REDISMEM_URL", redis_url)
+    monkeypatch.setenv("REDISMEM_URL", server_url)
     store = await redismem.store_from_env(namespace="env1")
     assert store.memory.capabilities.backend == "redis"
     await store.close()

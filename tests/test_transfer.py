@@ -25,6 +25,8 @@ from .helpers import flush_namespace, snapshot
 from .test_bad_input import import_call
 from .test_cli import run_script
 
+pytestmark = pytest.mark.on_cluster
+
 SCOPES = [("session", "s1"), ("session", "s2"), ("actor", "bob"), ("workflow", "w1"),
           ("global", "_")]
 QUERIES = [[1.0, 0.0, 0.0], [0.2, 1.0, 0.1], [0.5, 0.5, 0.5]]
@@ -106,8 +108,8 @@ async def reads(store: redismem.RedisMemoryStore) -> dict[str, Any]:
 
 
 @pytest.fixture
-async def source(redis_url: str, ns: str) -> AsyncIterator[redismem.RedisMemoryStore]:
-    async with redismem.RedisMemoryStore(redis_url, namespace=ns, principal="writer") as store:
+async def source(server_url: str, ns: str) -> AsyncIterator[redismem.RedisMemoryStore]:
+    async with redismem.RedisMemoryStore(server_url, namespace=ns, principal="writer") as store:
         await seed(store)
         yield store
 
@@ -126,14 +128,14 @@ async def import_text(store: redismem.RedisMemoryStore, text: str,
     return await transfer.import_file(store, path)
 
 
-async def test_export_flush_import_reads_equal(source: redismem.RedisMemoryStore, redis_url: str,
+async def test_export_flush_import_reads_equal(source: redismem.RedisMemoryStore, server_url: str,
                                                tmp_path: Path) -> None:
     before = await reads(source)
     text = await export_text(source)
     ns = source.namespace
     await source.close()
-    await flush_namespace(redis_url, ns)
-    async with redismem.RedisMemoryStore(redis_url, namespace=ns, principal="importer") as fresh:
+    await flush_namespace(server_url, ns)
+    async with redismem.RedisMemoryStore(server_url, namespace=ns, principal="importer") as fresh:
         assert await reads(fresh) != before  # the flush emptied it
         summary = await import_text(fresh, text, tmp_path)
         assert summary.kept == {"settings": 0, "session": 0, "value": 0, "revisions": 0,
@@ -150,10 +152,10 @@ async def test_export_flush_import_reads_equal(source: redismem.RedisMemoryStore
         assert big[0].value_omitted and big[0].revision == 1
 
 
-async def test_import_into_another_namespace(source: redismem.RedisMemoryStore, redis_url: str,
+async def test_import_into_another_namespace(source: redismem.RedisMemoryStore, server_url: str,
                                              tmp_path: Path) -> None:
     text = await export_text(source)
-    async with redismem.RedisMemoryStore(redis_url, namespace=source.namespace + "-copy") as copy:
+    async with redismem.RedisMemoryStore(server_url, namespace=source.namespace + "-copy") as copy:
         await import_text(copy, text, tmp_path)
         assert await reads(copy) == await reads(source)
 
@@ -202,9 +204,9 @@ async def test_newer_data_in_the_target_is_kept(source: redismem.RedisMemoryStor
 
 
 async def test_older_data_in_the_target_is_replaced(source: redismem.RedisMemoryStore,
-                                                    redis_url: str, tmp_path: Path) -> None:
+                                                    server_url: str, tmp_path: Path) -> None:
     text = await export_text(source)
-    async with redismem.RedisMemoryStore(redis_url, namespace=source.namespace + "-old") as old:
+    async with redismem.RedisMemoryStore(server_url, namespace=source.namespace + "-old") as old:
         await old.memory.session("s1").set("notes", "stale")  # revision 1 < 2
         summary = await import_text(old, text, tmp_path)
         assert summary.written["value"] == 8
@@ -212,17 +214,17 @@ async def test_older_data_in_the_target_is_replaced(source: redismem.RedisMemory
         assert (got.value, got.revision) == (["pack passports", "book transfer"], 2)
 
 
-async def test_an_expired_record_is_not_imported(redis_url: str, ns: str, tmp_path: Path) -> None:
+async def test_an_expired_record_is_not_imported(server_url: str, ns: str, tmp_path: Path) -> None:
     header = {"type": "header", "format": "redismem-export", "version": 1, "namespace": ns}
     lines = [header, {"type": "value", "scope": "global", "scope_id": "_", "key": "old",
                       "value": 1, "revision": 1, "ts": 1, "by": "me", "expires_at": 1000}]
-    async with redismem.RedisMemoryStore(redis_url, namespace=ns) as store:
+    async with redismem.RedisMemoryStore(server_url, namespace=ns) as store:
         summary = await import_text(store, "\n".join(map(json.dumps, lines)) + "\n", tmp_path)
         assert summary.kept["value"] == 1
         assert not (await store.memory.global_scope().get("old")).found
 
 
-async def test_a_key_twice_in_a_file_keeps_the_later_revision(redis_url: str, ns: str,
+async def test_a_key_twice_in_a_file_keeps_the_later_revision(server_url: str, ns: str,
                                                                 tmp_path: Path) -> None:
     header = {"type": "header", "format": "redismem-export", "version": 1, "namespace": ns}
     entry = {"type": "value", "scope": "global", "scope_id": "_", "key": "k", "ts": 1,
@@ -230,7 +232,7 @@ async def test_a_key_twice_in_a_file_keeps_the_later_revision(redis_url: str, ns
     lines = [header, {**entry, "value": "second", "revision": 2},
              {**entry, "value": "first", "revision": 1}, {**entry, "key": "other", "value": 0,
                                                          "revision": 1}]
-    async with redismem.RedisMemoryStore(redis_url, namespace=ns) as store:
+    async with redismem.RedisMemoryStore(server_url, namespace=ns) as store:
         summary = await import_text(store, "\n".join(map(json.dumps, lines)) + "\n", tmp_path)
         assert (summary.written["value"], summary.kept["value"]) == (2, 1)
         got = await store.memory.global_scope().get("k")
@@ -356,40 +358,40 @@ async def test_raw_import_functions(rmem: redismem.Memory) -> None:
 # the command line
 
 
-def test_export_import_commands(redis_url: str, source: redismem.RedisMemoryStore,
+def test_export_import_commands(server_url: str, source: redismem.RedisMemoryStore,
                                  tmp_path: Path) -> None:
     ns = source.namespace
     out = tmp_path / "dump.jsonl"
-    done = run_script("export", "--namespace", ns, "-o", str(out), url=redis_url)
+    done = run_script("export", "--namespace", ns, "-o", str(out), url=server_url)
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""  # no progress bar when stderr is not a terminal
     assert done.stdout.startswith(f"exported {ns}: 1 header, 1 settings, 2 session, 8 value")
     assert not list(tmp_path.glob(".*partial"))
-    piped = run_script("export", "--namespace", ns, "--json", url=redis_url)
+    piped = run_script("export", "--namespace", ns, "--json", url=server_url)
     assert piped.stdout.splitlines()[1:] == out.read_text().splitlines()[1:]  # header differs
     assert json.loads(piped.stderr)["records"]["value"] == 8
     copy = f"{ns}-cli"
-    first = run_script("import", str(out), "--namespace", copy, "--json", url=redis_url)
+    first = run_script("import", str(out), "--namespace", copy, "--json", url=server_url)
     assert first.returncode == 0, first.stderr
     assert json.loads(first.stdout)["written"]["value"] == 8
-    again = run_script("import", str(out), "--namespace", copy, url=redis_url)
+    again = run_script("import", str(out), "--namespace", copy, url=server_url)
     assert again.stdout.startswith(f"imported 35 records into {copy}: wrote nothing; "
                                    "kept 2 settings, 2 session, 8 value")
     stdin = subprocess.run([shutil.which("redismem") or "redismem", "import", "-", "--json"],
                            input=out.read_text(), capture_output=True, text=True, check=False,
-                           env={**os.environ, "REDISMEM_URL": redis_url})
+                           env={**os.environ, "REDISMEM_URL": server_url})
     assert json.loads(stdin.stdout)["namespace"] == ns  # the header's namespace
     bad = tmp_path / "bad.jsonl"
     bad.write_text(out.read_text() + "{oops\n")
-    refused = run_script("import", str(bad), "--namespace", copy, url=redis_url)
+    refused = run_script("import", str(bad), "--namespace", copy, url=server_url)
     assert refused.returncode == 1 and refused.stderr.count("\n") == 1
     assert "InvalidExportError: line 36: not JSON" in refused.stderr
-    missing = run_script("import", str(tmp_path / "nope.jsonl"), url=redis_url)
+    missing = run_script("import", str(tmp_path / "nope.jsonl"), url=server_url)
     assert missing.returncode == 1 and "No such file" in missing.stderr
     assert missing.stderr.count("\n") == 1
 
 
-def test_progress_bar_on_a_terminal(redis_url: str, source: redismem.RedisMemoryStore,
+def test_progress_bar_on_a_terminal(server_url: str, source: redismem.RedisMemoryStore,
                                     tmp_path: Path) -> None:
     exe = shutil.which("redismem")
     assert exe is not None
@@ -397,7 +399,7 @@ def test_progress_bar_on_a_terminal(redis_url: str, source: redismem.RedisMemory
                  ["import", str(tmp_path / "d.jsonl"), "--namespace", "tty-copy"]):
         leader, follower = pty.openpty()
         with subprocess.Popen([exe, *args], stdout=subprocess.PIPE, stderr=follower,
-                              env={**os.environ, "REDISMEM_URL": redis_url}) as proc:
+                              env={**os.environ, "REDISMEM_URL": server_url}) as proc:
             os.close(follower)
             chunks = []
             while True:

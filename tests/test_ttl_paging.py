@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 import redismem
 from redismem import keys as K
 
+pytestmark = pytest.mark.on_cluster
+
 
 async def feed_length(mem: redismem.Memory) -> int:
     return int(await mem.client.xlen(K.feed(mem.namespace)))

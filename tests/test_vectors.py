@@ -16,6 +16,8 @@ from redismem import vectors as V
 
 from .helpers import snapshot
 
+pytestmark = pytest.mark.on_cluster
+
 
 async def test_vector_lookup_example(mem: redismem.Memory) -> None:
     scoped = mem.session("s-1")
@@ -130,9 +132,9 @@ async def test_isolation_between_scopes_and_namespaces(mem: redismem.Memory) -> 
     assert [m.key for m in await mem.global_scope().similarity_search([0, 1])] == ["g"]
 
 
-async def test_other_namespace_is_isolated(rmem: redismem.Memory, redis_url: str) -> None:
+async def test_other_namespace_is_isolated(rmem: redismem.Memory, server_url: str) -> None:
     await rmem.global_scope().set_vector("mine", [1, 0])
-    async with await redismem.connect(redis_url, namespace=rmem.namespace + "x") as other:
+    async with await redismem.connect(server_url, namespace=rmem.namespace + "x") as other:
         assert await other.global_scope().similarity_search([1, 0]) == []
         await other.global_scope().set_vector("theirs", [1, 0])
     assert [m.key for m in await rmem.global_scope().similarity_search([1, 0])] == ["mine"]
@@ -296,7 +298,7 @@ async def test_exact_fallback_without_search_module(plain_redis: str) -> None:
 
 
 
-async def test_flat_index_setting(rmem: redismem.Memory, redis_url: str) -> None:
+async def test_flat_index_setting(rmem: redismem.Memory, server_url: str) -> None:
     assert (await rmem.settings())["vector_index"] == "hnsw"
     with pytest.raises(redismem.InvalidArgumentError, match="flat, hnsw"):
         await rmem.configure(vector_index="ivf")
@@ -312,23 +314,38 @@ async def test_flat_index_setting(rmem: redismem.Memory, redis_url: str) -> None
     expected = [f"v{i:03d}" for i in np.argsort(-(normed @ q))[:10]]
     assert [m.key for m in await scope.similarity_search(q, top_k=10)] == expected
     # another process with other settings finds the index as it is and searches it
-    async with await redismem.connect(redis_url, namespace=rmem.namespace) as other:
+    async with await redismem.connect(server_url, namespace=rmem.namespace) as other:
         await other.configure(vector_index="hnsw")
         found = await other.global_scope().similarity_search(q, top_k=10)
         assert [m.key for m in found] == expected
         assert other._conn.indexes == {K.vector_index(rmem.namespace, 16): "FLAT"}
 
 
-async def test_index_creation_race(redis_url: str, ns: str) -> None:
+async def test_index_creation_race(server_url: str, ns: str) -> None:
     async def writer(i: int) -> int:
-        async with await redismem.connect(redis_url, namespace=ns) as mem:
+        async with await redismem.connect(server_url, namespace=ns) as mem:
             return await mem.global_scope().set_vector(f"k{i}", [1.0, float(i)])
 
     assert await asyncio.gather(*(writer(i) for i in range(8))) == [1] * 8
-    async with await redismem.connect(redis_url, namespace=ns) as mem:
+    async with await redismem.connect(server_url, namespace=ns) as mem:
         assert len(await mem.global_scope().similarity_search([1.0, 0.0], top_k=20)) == 8
         # many first writes at once on one connection: one index, no pool exhaustion
         many = await asyncio.gather(*(mem.session("many").set_vector(f"k{i}", [1.0, i, 2.0])
                                       for i in range(300)))
         assert many == [1] * 300
         assert list(mem._conn.indexes) == [K.vector_index(ns, 2), K.vector_index(ns, 3)]
+
+
+async def test_a_search_makes_a_vanished_index_again(rmem: redismem.Memory) -> None:
+    """An index the connection made can vanish under it (FT.DROPINDEX,
+    FLUSHALL, or its namespace's slot moving to another cluster node, which
+    gets the keys but not the index): the next search makes it again over
+    the vectors already there instead of failing with "no such index"."""
+    scope = rmem.session("s")
+    await scope.set_vector("x", [1.0, 0.0, 0.0], {"c": "a"})
+    await scope.set_vector("y", [0.0, 1.0, 0.0], {"c": "b"})
+    before = await scope.similarity_search([0.9, 0.1, 0.0], top_k=2)
+    await rmem.client.execute_command("FT.DROPINDEX", K.vector_index(rmem.namespace, 3))
+    assert await scope.similarity_search([0.9, 0.1, 0.0], top_k=2) == before
+    assert [m.key for m in await scope.similarity_search([0.0, 1.0, 0.0], top_k=2,
+                                                         filter={"c": "b"})] == ["y"]
