@@ -15,7 +15,12 @@ from types import TracebackType
 from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
-from redis._parsers.commands import CommandPolicies, RequestPolicy, ResponsePolicy
+from redis._parsers.commands import (
+    AsyncCommandsParser,
+    CommandPolicies,
+    RequestPolicy,
+    ResponsePolicy,
+)
 from redis.asyncio import Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.connection import parse_url
@@ -382,11 +387,27 @@ class _IndexRouting(AsyncBasePolicyResolver):
         return _IndexRouting(fallback)
 
 
+class _FunctionKeys(AsyncCommandsParser):
+    """Reads the keys of an ``FCALL``/``FCALL_RO`` from its arguments (the
+    function name, the number of keys, the keys). redis-py asks the server
+    instead (``COMMAND GETKEYS``, every argument sent again): a second round
+    trip before every library call."""
+
+    async def get_keys(self, *args: Any) -> tuple[str, ...] | None:
+        if len(args) > 3 and str(args[0]).upper() in ("FCALL", "FCALL_RO"):
+            return tuple(args[3:3 + int(args[2])]) or None
+        return await super().get_keys(*args)
+
+
 class _Cluster(RedisCluster):
     """redis-py's ``RedisCluster`` whose calls wait between attempts after a
     lost node: redis-py retries at once, with the slot map re-read, which
     is over in milliseconds while a failover takes seconds. Every call is
     safe to send again (:mod:`.retries`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands_parser = _FunctionKeys()
 
     async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
         send = super().execute_command

@@ -674,8 +674,8 @@ async def bench_cluster(url: str, cluster_url: str, n: int) -> list[dict[str, An
         }
         for op, make in calls.items():
             times = await _latencies(n, {side: make(sc) for side, sc in scopes.items()})
-            p50 = {side: _percentile(t, 50) for side, t in times.items()}
-            p99 = {side: _percentile(t, 99) for side, t in times.items()}
+            p50 = {side: _percentile(t, 0.5) for side, t in times.items()}
+            p99 = {side: _percentile(t, 0.99) for side, t in times.items()}
             rows.append({"op": op, "standalone_p50_ms": p50["standalone"],
                          "cluster_p50_ms": p50["cluster"],
                          "standalone_p99_ms": p99["standalone"], "cluster_p99_ms": p99["cluster"],

@@ -147,6 +147,26 @@ async def test_search_commands_go_straight_to_the_namespace_node(cluster: LocalC
         port: 0 for port in after if port != home}
 
 
+async def test_a_library_call_is_one_round_trip(cluster: LocalCluster) -> None:
+    """The client reads an FCALL's keys from its arguments; redis-py would ask
+    a node first (COMMAND GETKEYS, with every argument sent again)."""
+    def getkeys() -> int:
+        total = 0
+        for port in cluster.ports[: cluster.primaries]:
+            with cluster.client(port) as client:
+                row = client.info("commandstats").get("cmdstat_command|getkeys", {})
+            total += int(row.get("calls", 0))
+        return total
+
+    async with await redismem.connect(cluster.url, namespace="trip") as mem:
+        scope = mem.session("s")
+        before = getkeys()
+        for i in range(20):
+            await scope.set(f"k{i}", i)
+            assert (await scope.get(f"k{i}")).value == i
+        assert getkeys() == before
+
+
 async def test_writers_carry_on_through_a_failover(tmp_path: Path) -> None:
     """SIGKILL the primary of a busy namespace: its replica is promoted, and
     four writers and a watcher carry on without an error (each call waits
