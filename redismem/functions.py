@@ -25,6 +25,7 @@ from redis.exceptions import (
     ClusterDownError,
     MovedError,
     NoPermissionError,
+    ReadOnlyError,
     RedisError,
     ResponseError,
     TryAgainError,
@@ -260,7 +261,13 @@ async def ensure_library_on_nodes(client: Redis, *, force: bool = False
     results = {}
     for host, port in await cluster_primaries(client):
         async with node_client(client, host, port) as plain:
-            results[f"{host}:{port}"] = await _ensure_on(plain, force)
+            try:
+                results[f"{host}:{port}"] = await _ensure_on(plain, force)
+            except ReadOnlyError:
+                # listed as a primary by a node that has not yet heard it became
+                # a replica (just after the cluster formed): its primary's library
+                # reaches it by replication
+                continue
     return results
 
 

@@ -1,13 +1,24 @@
 """docker-compose.yml: parses, runs a Redis 8 image with AOF on, checks its
-health and keeps its data in a volume."""
+health and keeps its data in a volume. docker-compose.cluster.yml: six
+nodes and a cluster-create step whose command lines, run here without
+Docker, form a cluster redismem uses."""
 
 from __future__ import annotations
 
+import asyncio
 import re
+import subprocess
+from pathlib import Path
 from typing import Any
 
+import pytest
+import redis
 import yaml
 
+import redismem
+from redismem.server import find_binaries
+
+from .cluster import LocalCluster, _node_port
 from .helpers import REPO
 
 
@@ -65,3 +76,76 @@ def test_the_cluster_compose_file_forms_3_primaries_and_3_replicas() -> None:
     readme = (REPO / "README.md").read_text()
     assert "docker compose -f docker-compose.cluster.yml up -d" in readme
     assert f"redis+cluster://{','.join(addresses[:3])}/0" in readme
+
+
+@pytest.mark.cluster
+def test_the_cluster_compose_commands_form_a_working_cluster(tmp_path: Path) -> None:
+    """The compose file's node command lines, run with the embedded server
+    (ports and data directories swapped for free ones, its modules loaded
+    as the image loads its own), and its cluster-create script, run with
+    redis-cli, form a cluster that redismem uses through the README's URL."""
+    data = yaml.safe_load((REPO / "docker-compose.cluster.yml").read_text())
+    nodes = {name: s for name, s in data["services"].items() if name.startswith("redis-")}
+    binaries = find_binaries()
+    ports: dict[str, int] = {}
+    procs = []
+    try:
+        for name, service in nodes.items():
+            command = [str(part) for part in service["command"]]
+            old = command[command.index("--port") + 1]
+            ports[old] = _node_port()
+            command[command.index("--port") + 1] = str(ports[old])
+            (tmp_path / name).mkdir()
+            command[command.index("--dir") + 1] = str(tmp_path / name)
+            command[0] = str(binaries.redis_server)
+            for module in binaries.modules:
+                command += ["--loadmodule", str(module)]
+            procs.append(subprocess.Popen(command, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL))
+        script = data["services"]["cluster-create"]["command"][0]
+        for old, new in ports.items():
+            script = script.replace(f":{old}", f":{new}").replace(f"-p {old}", f"-p {new}")
+        for port in ports.values():
+            LocalCluster._wait(lambda p=port: _answers(p), f"node {port} to answer")
+        subprocess.run(["sh", "-c", script], check=True, capture_output=True, timeout=60)
+        LocalCluster._wait(lambda: all(_cluster_ok(p) for p in ports.values()),
+                           "cluster_state:ok on every node")
+        readme = (REPO / "README.md").read_text()
+        url = re.search(r"REDISMEM_URL=(redis\+cluster://\S+)", readme)
+        assert url is not None
+        cluster_url = url[1]
+        for old, new in ports.items():
+            cluster_url = cluster_url.replace(f":{old}", f":{new}")
+
+        async def use() -> None:
+            async with await redismem.connect(cluster_url, namespace="compose") as mem:
+                scope = mem.session("s")
+                assert await scope.set("k", 1) == 1
+                await scope.set_vector("v", [1.0, 0.0])
+                assert [m.key for m in await scope.similarity_search([1.0, 0.1])] == ["v"]
+
+        asyncio.run(use())
+        roles = [_role(port) for port in ports.values()]
+        assert sorted(roles) == ["master"] * 3 + ["slave"] * 3
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
+def _answers(port: int) -> bool:
+    try:
+        with redis.Redis(port=port, socket_timeout=2) as client:
+            return bool(client.ping())
+    except redis.RedisError:
+        return False
+
+
+def _cluster_ok(port: int) -> bool:
+    with redis.Redis(port=port, socket_timeout=2) as client:
+        return b"cluster_state:ok" in client.execute_command("CLUSTER", "INFO")
+
+
+def _role(port: int) -> str:
+    with redis.Redis(port=port, socket_timeout=2) as client:
+        return str(client.info("replication")["role"])
