@@ -5,6 +5,8 @@ every call routed to the owner of its namespace's slot."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -523,3 +525,84 @@ async def test_every_library_function_runs_on_the_namespace_node(
     # elsewhere only the library's version, read on every primary
     others = set().union(*(called(port) for port in primaries if port != home))
     assert others <= {"redismem_version"}
+
+
+CAS_WRITER = """
+import asyncio, os, sys
+import redismem
+
+async def main(url, ns, name, stop):
+    async with await redismem.connect(url, namespace=ns, durability="replica",
+                                      replica_timeout=0.5) as mem:
+        scope = mem.session("s")
+        while not os.path.exists(stop):
+            try:
+                value = await scope.update(name, lambda v: (v or 0) + 1, timeout=60)
+                print("ok", value, flush=True)
+            except redismem.NotReplicatedError:
+                print("unconfirmed", flush=True)
+
+asyncio.run(main(*sys.argv[1:]))
+"""
+
+
+async def test_a_failover_under_cas_writer_processes_and_a_watcher(tmp_path: Path) -> None:
+    """Four processes increment their counters by compare-and-set with
+    durability="replica" while a watcher follows the feed; the primary is
+    killed, its replica promoted, the old primary brought back as a replica.
+    Every confirmed increment is there at the end, each writer's confirmed
+    values only go up, and the watcher saw the namespace's final feed:
+    gap-free, without repeats, revisions of each key going up."""
+    local = LocalCluster(tmp_path / "cluster").start()
+    try:
+        ns = "casfail"
+        primary = owner(local, ns)
+        stop = tmp_path / "stop"
+        async with await redismem.connect(local.url, namespace=ns) as mem:
+            await mem.session("s").set("start", 0)
+            start = int(await mem.client.get(K.sequence(ns)))
+            seen: list[redismem.MemoryChangeEvent] = []
+            stop_watch = asyncio.Event()
+
+            async def watcher() -> None:
+                async for event in mem.watch("n*", after=start, stop=stop_watch):
+                    seen.append(event)
+
+            watching = asyncio.create_task(watcher())
+            writers = [subprocess.Popen(
+                [sys.executable, "-c", CAS_WRITER, local.url, ns, f"n{i}", str(stop)],
+                stdout=subprocess.PIPE, text=True) for i in range(4)]
+            await asyncio.sleep(1.0)
+            local.procs[primary].kill()
+            await asyncio.sleep(4)
+            await asyncio.to_thread(local.restart_node, primary)
+            await asyncio.sleep(1.5)
+            stop.touch()
+            outputs = [(await asyncio.to_thread(w.communicate, timeout=60))[0] for w in writers]
+            assert [w.returncode for w in writers] == [0, 0, 0, 0]
+            assert owner(local, ns) != primary
+            events: list[redismem.MemoryChangeEvent] = []
+            while page := (await mem.changes(after=events[-1].sequence if events else start,
+                                             limit=1000)).items:
+                events += page
+            for _ in range(200):
+                if len(seen) >= len(events):
+                    break
+                await asyncio.sleep(0.05)
+            stop_watch.set()
+            await asyncio.wait_for(watching, 10)
+
+            assert [e.sequence for e in events] == list(range(start + 1, start + 1 + len(events)))
+            assert [(e.sequence, e.key, e.revision) for e in seen] == [
+                (e.sequence, e.key, e.revision) for e in events]
+            for i, output in enumerate(outputs):
+                confirmed = [int(line.split()[1]) for line in output.splitlines()
+                             if line.startswith("ok")]
+                assert len(confirmed) > 10
+                assert confirmed == sorted(set(confirmed))
+                final = await mem.session("s").get(f"n{i}")
+                assert final.value >= confirmed[-1]
+                revisions = [e.revision for e in events if e.key == f"n{i}"]
+                assert revisions == sorted(set(revisions)) and revisions[-1] == final.revision
+    finally:
+        local.stop()
