@@ -476,24 +476,30 @@ class MemoryScope:
 
     async def similarity_search(self, query: Any, top_k: int = 10, *,
                                 filter: Mapping[str, Any] | None = None,
-                                min_score: float | None = None) -> list[VectorMatch]:
+                                min_score: float | None = None,
+                                ef_runtime: int | None = None) -> list[VectorMatch]:
         """The ``top_k`` vectors of this scope most similar to ``query``, best first.
 
         ``score`` is the cosine similarity, in [-1, 1]. ``filter`` holds
         equality conditions on top-level scalar metadata values, applied inside
         the index query (so ``top_k`` results come back whenever that many
-        match); ``min_score`` then drops weaker matches. Without the search
+        match); ``min_score`` then drops weaker matches. ``ef_runtime`` sets
+        the HNSW candidates examined for this search only (more: better
+        recall, slower), instead of the namespace's ``hnsw_ef_runtime``; a
+        FLAT index and the exact search ignore it. Without the search
         module the same search runs exactly in the client with numpy.
 
         Raises:
             InvalidVectorError: the query is invalid or its dimension differs
                 from this scope's vectors.
-            InvalidArgumentError: ``top_k`` not 1..1000 or ``min_score`` not in [-1, 1].
+            InvalidArgumentError: ``top_k`` not 1..1000, ``min_score`` not in
+                [-1, 1] or ``ef_runtime`` not 1..10000.
             InvalidMetadataError: the filter is not a dict of scalars.
         """
         blob, dim = V.embedding_bytes(query)
         top_k = V.check_top_k(top_k)
         floor = V.check_min_score(min_score)
+        wanted_ef = V.check_ef_runtime(ef_runtime)
         tokens = V.filter_tokens(filter)
         ns, scope, sid = self._scope_args()
         stored = await self._conn.client.hgetall(K.vector_dims(ns, scope, sid))
@@ -505,7 +511,7 @@ class MemoryScope:
                 f"the query has dimension {dim}; this scope's vectors have dimension "
                 f"{' and '.join(map(str, dims))}")
         if self._conn.search:
-            ef = V.IndexParams.from_settings(self._conn.settings).ef_runtime
+            ef = wanted_ef or V.IndexParams.from_settings(self._conn.settings).ef_runtime
             matches = await V.searched(self._conn, V.scope_index(ns, dim), lambda algorithm: (
                 V.search_index(self._conn.client, ns, scope, sid, blob, dim, top_k, tokens,
                                algorithm, ef)))

@@ -148,6 +148,19 @@ def check_top_k(top_k: object) -> int:
     return top_k
 
 
+def check_ef_runtime(ef_runtime: object) -> int | None:
+    """A per-search ``ef_runtime`` (None: the namespace's ``hnsw_ef_runtime``)."""
+    if ef_runtime is None:
+        return None
+    low, high = limits.SETTING_BOUNDS["hnsw_ef_runtime"]
+    if isinstance(ef_runtime, bool) or not isinstance(ef_runtime, int) or not (
+        low <= ef_runtime <= high
+    ):
+        raise InvalidArgumentError(
+            f"ef_runtime must be between {low} and {high}, got {ef_runtime!r}")
+    return ef_runtime
+
+
 def check_min_score(min_score: object) -> float | None:
     if min_score is None:
         return None

@@ -173,6 +173,14 @@ async def test_other_namespace_is_isolated(rmem: redismem.Memory, server_url: st
          "top_k"),
         (lambda s: s.similarity_search([1.0, 0, 0], min_score=2), redismem.InvalidArgumentError,
          "min_score"),
+        (lambda s: s.similarity_search([1.0, 0, 0], ef_runtime=0), redismem.InvalidArgumentError,
+         "ef_runtime must be between 1 and 10000, got 0"),
+        (lambda s: s.similarity_search([1.0, 0, 0], ef_runtime=10_001),
+         redismem.InvalidArgumentError, "ef_runtime"),
+        (lambda s: s.similarity_search([1.0, 0, 0], ef_runtime=True),
+         redismem.InvalidArgumentError, "ef_runtime"),
+        (lambda s: s.similarity_search([1.0, 0, 0], ef_runtime=50.0),
+         redismem.InvalidArgumentError, "ef_runtime"),
         (lambda s: s.similarity_search([1.0, 0, 0], filter={"a": [1]}),
          redismem.InvalidMetadataError, "filter values"),
         (lambda s: s.similarity_search([1.0, 0, 0], filter={"a": float("nan")}),
@@ -349,3 +357,25 @@ async def test_a_search_makes_a_vanished_index_again(rmem: redismem.Memory) -> N
     assert await scope.similarity_search([0.9, 0.1, 0.0], top_k=2) == before
     assert [m.key for m in await scope.similarity_search([0.0, 1.0, 0.0], top_k=2,
                                                          filter={"c": "b"})] == ["y"]
+
+
+async def test_ef_runtime_is_set_for_one_search(redis_url: str, ns: str) -> None:
+    """A search's ``ef_runtime`` reaches the server's query for that search
+    only; others use the namespace's setting (seen in SLOWLOG)."""
+    async with await redismem.connect(redis_url, namespace=ns) as mem:
+        scope = mem.session("s")
+        await scope.set_vectors([(f"v{i}", [1.0, i / 10]) for i in range(20)])
+        client = mem.client
+        await client.config_set("slowlog-log-slower-than", 0)
+        try:
+            await client.slowlog_reset()
+            wide = await scope.similarity_search([1.0, 0.5], top_k=3, ef_runtime=777)
+            plain = await scope.similarity_search([1.0, 0.5], top_k=3)
+            log = await client.slowlog_get(128)
+        finally:
+            await client.config_set("slowlog-log-slower-than", 10_000)
+    searches = [entry["command"].split() for entry in reversed(log)
+                if entry["command"].startswith(b"FT.SEARCH")]
+    efs = [words[words.index(b"ef") + 1] for words in searches]
+    assert efs == [b"777", b"100"]
+    assert wide == plain
