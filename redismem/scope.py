@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from typing import Any
 
 import numpy as np
+from redis.exceptions import ResponseError
 
 from . import _json, feed, limits
 from . import _validate as check
@@ -23,7 +24,7 @@ from .errors import (
     InvalidVectorError,
     RequestTooLargeError,
 )
-from .functions import request_bytes
+from .functions import is_cluster, request_bytes
 from .types import (
     ChangePage,
     KeyKind,
@@ -502,7 +503,22 @@ class MemoryScope:
         wanted_ef = V.check_ef_runtime(ef_runtime)
         tokens = V.filter_tokens(filter)
         ns, scope, sid = self._scope_args()
-        stored = await self._conn.client.hgetall(K.vector_dims(ns, scope, sid))
+        client, spec = self._conn.client, V.scope_index(ns, dim)
+        ef = wanted_ef or V.IndexParams.from_settings(self._conn.settings).ef_runtime
+        known = self._conn.indexes.get(spec.name) if self._conn.search else None
+        reply: Any = None
+        if known is not None and not is_cluster(client):
+            # the index is known: the scope's dimensions and the search in one
+            # round trip (the reply is used only if the dimension checks pass)
+            pipe = client.pipeline(transaction=False)
+            pipe.hgetall(K.vector_dims(ns, scope, sid))
+            pipe.execute_command(*V.scope_search_command(ns, scope, sid, blob, dim, top_k,
+                                                         tokens, known, ef))
+            stored, reply = await pipe.execute(raise_on_error=False)
+            if isinstance(stored, Exception):
+                raise stored
+        else:
+            stored = await client.hgetall(K.vector_dims(ns, scope, sid))
         dims = sorted(int(d) for d, count in stored.items() if int(count) > 0)
         if not dims:
             return []
@@ -510,11 +526,14 @@ class MemoryScope:
             raise InvalidVectorError(
                 f"the query has dimension {dim}; this scope's vectors have dimension "
                 f"{' and '.join(map(str, dims))}")
-        if self._conn.search:
-            ef = wanted_ef or V.IndexParams.from_settings(self._conn.settings).ef_runtime
-            matches = await V.searched(self._conn, V.scope_index(ns, dim), lambda algorithm: (
-                V.search_index(self._conn.client, ns, scope, sid, blob, dim, top_k, tokens,
-                               algorithm, ef)))
+        if reply is not None and not isinstance(reply, Exception):
+            matches = V.scope_matches(ns, scope, sid, reply)
+        elif self._conn.search:
+            if isinstance(reply, Exception) and not (isinstance(reply, ResponseError)
+                                                     and V.missing_index(reply)):
+                raise reply
+            matches = await V.searched(self._conn, spec, lambda algorithm: (
+                V.search_index(client, ns, scope, sid, blob, dim, top_k, tokens, algorithm, ef)))
         else:
             matches = await self._search_exact(blob, dim, top_k, filter)
         return [m for m in matches if floor is None or m.score >= floor]

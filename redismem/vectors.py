@@ -358,37 +358,50 @@ def tag_clause(field: str, value: str) -> str:
     return f"@{field}:{{{value}}}"
 
 
-async def knn(client: Redis, index: str, clauses: Sequence[str], query: bytes, top_k: int,
-              algorithm: str, ef_runtime: int, returns: Sequence[str]
-              ) -> list[tuple[str, dict[bytes, bytes], float]]:
-    """The ``top_k`` nearest vectors among the documents matching every clause
-    (filters are inside the query): (document id, returned fields, cosine
-    similarity) best first."""
+def knn_command(index: str, clauses: Sequence[str], query: bytes, top_k: int,
+                algorithm: str, ef_runtime: int, returns: Sequence[str]) -> list[Any]:
+    """The FT.SEARCH of the ``top_k`` nearest vectors among the documents
+    matching every clause (filters are inside the query)."""
     params: list[Any] = ["k", top_k, "vec", query]
     tuning = ""
     if algorithm == "HNSW":
         tuning = " EF_RUNTIME $ef"
         params += ["ef", max(ef_runtime, top_k)]
     text = f"({' '.join(clauses)})=>[KNN $k @emb $vec{tuning} AS __dist]"
-    reply = await client.execute_command(  # type: ignore[no-untyped-call]
-        "FT.SEARCH", index, text, "PARAMS", len(params), *params,
-        "SORTBY", "__dist", "ASC", "RETURN", len(returns) + 1, *returns, "__dist",
-        "LIMIT", 0, top_k, "DIALECT", 2)
+    return ["FT.SEARCH", index, text, "PARAMS", len(params), *params,
+            "SORTBY", "__dist", "ASC", "RETURN", len(returns) + 1, *returns, "__dist",
+            "LIMIT", 0, top_k, "DIALECT", 2]
+
+
+def knn_rows(reply: Any) -> list[tuple[str, dict[bytes, bytes], float]]:
+    """(document id, returned fields, cosine similarity) of a
+    :func:`knn_command` reply, best first."""
     return [(doc_id.decode(), fields, 1.0 - float(fields[b"__dist"]))
             for doc_id, fields in search_rows(reply)]
 
 
-async def search_index(client: Redis, ns: str, scope: str, sid: str, query: bytes, dim: int,
-                       top_k: int, tokens: Sequence[str], algorithm: str, ef_runtime: int
-                       ) -> list[VectorMatch]:
+async def knn(client: Redis, index: str, clauses: Sequence[str], query: bytes, top_k: int,
+              algorithm: str, ef_runtime: int, returns: Sequence[str]
+              ) -> list[tuple[str, dict[bytes, bytes], float]]:
+    """:func:`knn_command`, sent, and its :func:`knn_rows`."""
+    return knn_rows(await client.execute_command(  # type: ignore[no-untyped-call]
+        *knn_command(index, clauses, query, top_k, algorithm, ef_runtime, returns)))
+
+
+def scope_search_command(ns: str, scope: str, sid: str, query: bytes, dim: int, top_k: int,
+                         tokens: Sequence[str], algorithm: str, ef_runtime: int) -> list[Any]:
     """KNN over one scope's vectors, scope and metadata filters inside the query."""
     clauses = [tag_clause("_sc", scope_tag(scope, sid))] + [tag_clause("_meta", t)
                                                               for t in tokens]
+    return knn_command(K.vector_index(ns, dim), clauses, query, top_k, algorithm, ef_runtime,
+                       ("meta", "rev"))
+
+
+def scope_matches(ns: str, scope: str, sid: str, reply: Any) -> list[VectorMatch]:
+    """The matches of a :func:`scope_search_command` reply."""
     prefix = len(K.vector(ns, scope, sid, ""))
-    rows = await knn(client, K.vector_index(ns, dim), clauses, query, top_k, algorithm,
-                     ef_runtime, ("meta", "rev"))
     matches = []
-    for doc_id, fields, score in rows:
+    for doc_id, fields, score in knn_rows(reply):
         try:
             metadata, revision = _json.loads(fields[b"meta"]), int(fields[b"rev"])
         except (KeyError, ValueError):
@@ -396,6 +409,15 @@ async def search_index(client: Redis, ns: str, scope: str, sid: str, query: byte
         matches.append(VectorMatch(key=doc_id[prefix:], score=score, metadata=metadata,
                                    revision=revision))
     return matches
+
+
+async def search_index(client: Redis, ns: str, scope: str, sid: str, query: bytes, dim: int,
+                       top_k: int, tokens: Sequence[str], algorithm: str, ef_runtime: int
+                       ) -> list[VectorMatch]:
+    """:func:`scope_search_command`, sent, and its :func:`scope_matches`."""
+    reply = await client.execute_command(  # type: ignore[no-untyped-call]
+        *scope_search_command(ns, scope, sid, query, dim, top_k, tokens, algorithm, ef_runtime))
+    return scope_matches(ns, scope, sid, reply)
 
 
 def search_rows(reply: Any) -> list[tuple[bytes, dict[bytes, bytes]]]:

@@ -379,3 +379,28 @@ async def test_ef_runtime_is_set_for_one_search(redis_url: str, ns: str) -> None
     efs = [words[words.index(b"ef") + 1] for words in searches]
     assert efs == [b"777", b"100"]
     assert wide == plain
+
+
+async def test_a_search_on_a_known_index_is_one_round_trip(
+        redis_url: str, ns: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the connection knows the index, the scope's dimensions and the
+    search go out together: one send to the server per search."""
+    from redis.asyncio.connection import AbstractConnection
+
+    async with await redismem.connect(redis_url, namespace=ns) as mem:
+        scope = mem.session("s")
+        await scope.set_vectors([("x", [1.0, 0.0]), ("y", [0.0, 1.0])])
+        first = await scope.similarity_search([1.0, 0.2], top_k=2)
+        sends = []
+        original = AbstractConnection.send_packed_command
+
+        async def counted(self: AbstractConnection, *args: object, **kwargs: object) -> None:
+            sends.append(1)
+            await original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(AbstractConnection, "send_packed_command", counted)
+        assert await scope.similarity_search([1.0, 0.2], top_k=2) == first
+        assert len(sends) == 1
+        with pytest.raises(redismem.InvalidVectorError, match="dimension 3"):
+            await scope.similarity_search([1.0, 0.0, 0.0])
+        assert await mem.session("empty").similarity_search([1.0, 0.0]) == []
