@@ -170,7 +170,7 @@ def test_generated_texts_are_often_valid() -> None:
     one broken rule shows."""
     valid = 0
 
-    @settings(max_examples=300, database=None)
+    @settings(max_examples=300, database=None, derandomize=True)  # the same mix every run
     @given(raw=RAW)
     def count(raw: bytes) -> None:
         nonlocal valid
