@@ -30,6 +30,7 @@ from .functions import (
     bundled,
     cluster_nodes,
     is_cluster,
+    lowest_library,
     node_client,
     server_library,
     server_version,
@@ -268,9 +269,10 @@ def status(url: str | None, namespace: str | None, as_json: bool) -> None:
         resolved = await resolve_url(url)
         client = await open_client(resolved)
         try:
-            nodes = await _cluster_status(client) if is_cluster(client) else None
+            nodes, libraries = (await _cluster_status(client) if is_cluster(client)
+                                else (None, []))
             library = (await server_library(client) if nodes is None
-                       else _common_library(nodes))
+                       else lowest_library(libraries))
             loaded = None if library is None else library.version
             caps = await detect_capabilities(
                 client, "memory" if resolved.startswith(MEMORY_URL) else "redis", loaded or 0)
@@ -310,11 +312,14 @@ def status(url: str | None, namespace: str | None, as_json: bool) -> None:
     _emit(_run(run()), as_json, _status_text)
 
 
-async def _cluster_status(client: Any) -> list[dict[str, Any]]:
-    """Each node of a cluster: its role, slots, and (primaries) library."""
+async def _cluster_status(client: Any
+                          ) -> tuple[list[dict[str, Any]], list[ServerLibrary | None]]:
+    """Each node of a cluster: its role, slots, and (primaries) library; and
+    the library of each healthy primary."""
     infos = await cluster_nodes(client)
     by_id = {info.id: info.address for info in infos}
     rows: list[dict[str, Any]] = []
+    libraries: list[ServerLibrary | None] = []
     for info in infos:
         row: dict[str, Any] = {"node": info.address,
                                "role": "primary" if info.primary else "replica",
@@ -326,18 +331,9 @@ async def _cluster_status(client: Any) -> list[dict[str, Any]]:
                 library = await server_library(plain)
             row["library_version"] = None if library is None else library.version
             row["library_digest"] = None if library is None else library.digest
+            libraries.append(library)
         rows.append(row)
-    return rows
-
-
-def _common_library(nodes: list[dict[str, Any]]) -> ServerLibrary | None:
-    """The library every healthy primary holds: the lowest version, and the
-    digest when they all agree (else one of them, and status says they differ)."""
-    primaries = [n for n in nodes if "library_version" in n]
-    if not primaries or any(n["library_version"] is None for n in primaries):
-        return None
-    lowest = min(primaries, key=lambda n: n["library_version"])
-    return ServerLibrary(lowest["library_version"], lowest["library_digest"])
+    return rows, libraries
 
 
 def _admin_client(url: str | None) -> Any:

@@ -12,26 +12,23 @@ import contextlib
 import hashlib
 import re
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeVar, cast
 
 from redis.asyncio import ConnectionPool, Redis
 from redis.asyncio.cluster import PipelineCommand, RedisCluster
 from redis.exceptions import (
     AskError,
-    ClusterDownError,
     MovedError,
     NoPermissionError,
     ReadOnlyError,
     RedisError,
     ResponseError,
-    TryAgainError,
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import keys as K
 from . import limits
@@ -44,7 +41,9 @@ from .errors import (
     RequestTooLargeError,
     from_reply,
 )
-from .retries import persistently
+from .retries import LOST, persistently
+
+T = TypeVar("T")
 
 LIBRARY_NAME = "redismem"
 _REGISTER = re.compile(r"^register\('(redismem_\w+)'", re.MULTILINE)
@@ -219,18 +218,31 @@ async def server_library(client: Redis) -> ServerLibrary | None:
     return ServerLibrary(version, digest)
 
 
+async def on_primaries(client: Redis, run: Callable[[Redis], Awaitable[T]]) -> dict[str, T]:
+    """``run(node)`` on a plain client to each healthy primary of a cluster,
+    slots or not: ``{"host:port": result}``."""
+    results = {}
+    for host, port in await cluster_primaries(client):
+        async with node_client(client, host, port) as plain:
+            results[f"{host}:{port}"] = await run(plain)
+    return results
+
+
+def lowest_library(libraries: Iterable[ServerLibrary | None]) -> ServerLibrary | None:
+    """The library every primary of a cluster holds: the one of the lowest
+    version; None when one has none (or none is listed)."""
+    found = list(libraries)
+    if not found or None in found:
+        return None
+    return min((lib for lib in found if lib is not None), key=lambda lib: lib.version)
+
+
 async def server_version(client: Redis) -> int | None:
     """The version of the redismem library loaded on the server, or None; on
     a cluster the lowest of its primaries' versions (None when one has none)."""
-    if not is_cluster(client):
-        found = await server_library(client)
-        return None if found is None else found.version
-    versions = []
-    for host, port in await cluster_primaries(client):
-        async with node_client(client, host, port) as plain:
-            found = await server_library(plain)
-        versions.append(None if found is None else found.version)
-    return None if None in versions else min(v for v in versions if v is not None)
+    found = (lowest_library((await on_primaries(client, server_library)).values())
+             if is_cluster(client) else await server_library(client))
+    return None if found is None else found.version
 
 
 async def ensure_library(client: Redis, *, force: bool = False) -> LoadResult:
@@ -258,17 +270,18 @@ async def ensure_library_on_nodes(client: Redis, *, force: bool = False
     every primary of a cluster, ``{"": result}`` for a single server."""
     if not is_cluster(client):
         return {"": await _ensure_on(client, force)}
-    results = {}
-    for host, port in await cluster_primaries(client):
-        async with node_client(client, host, port) as plain:
-            try:
-                results[f"{host}:{port}"] = await _ensure_on(plain, force)
-            except ReadOnlyError:
-                # listed as a primary by a node that has not yet heard it became
-                # a replica (just after the cluster formed): its primary's library
-                # reaches it by replication
-                continue
-    return results
+
+    async def ensure(node: Redis) -> LoadResult | None:
+        try:
+            return await _ensure_on(node, force)
+        except ReadOnlyError:
+            # listed as a primary by a node that has not yet heard it became a
+            # replica (just after the cluster formed): its primary's library
+            # reaches it by replication
+            return None
+
+    return {address: result for address, result in (await on_primaries(client, ensure)).items()
+            if result is not None}
 
 
 async def _ensure_on(client: Redis, force: bool) -> LoadResult:
@@ -433,8 +446,7 @@ class Functions:
             commands = [PipelineCommand(0, *call), PipelineCommand(1, *wait)]
             await node.execute_pipeline(commands)
             reply = commands[0].result
-            if isinstance(reply, (RedisConnectionError, RedisTimeoutError, MovedError, AskError,
-                                  TryAgainError, ClusterDownError)):
+            if isinstance(reply, (*LOST, MovedError, AskError)):  # not run: try again
                 raise RedisConnectionError(
                     f"{call[1]} could not reach the owner of its slot: {reply}") from reply
             return reply, commands[1].result

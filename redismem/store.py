@@ -583,16 +583,10 @@ class RedisMemoryStore:
         text = f"{' '.join(clauses)} @text:({'|'.join(words)})"
         search = ("FT.SEARCH", K.memory_text_index(self.namespace), text, "VERBATIM", "SCORER",
                   "BM25", "RETURN", 1, "rec", "LIMIT", 0, limit, "DIALECT", 2)
-        try:
-            reply = await self.memory.client.execute_command(*search)  # type: ignore[no-untyped-call]
-        except ResponseError as exc:
-            if not V.missing_index(exc):
-                raise
-            # flushed, dropped, or the namespace's slot moved to another node:
-            # made again over the memories already there
-            self.memory._conn.indexes.pop(K.memory_text_index(self.namespace), None)
-            await self._ensure_text_index()
-            reply = await self.memory.client.execute_command(*search)  # type: ignore[no-untyped-call]
+        reply = await V.remade_if_missing(
+            self.memory._conn, K.memory_text_index(self.namespace),
+            lambda: self.memory.client.execute_command(*search),  # type: ignore[no-untyped-call]
+            remake=self._ensure_text_index)
         return [memory_from_json(fields[b"rec"]) for _, fields in V.search_rows(reply)]
 
     async def search_long_term_memory_vector(

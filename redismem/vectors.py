@@ -254,20 +254,33 @@ def missing_index(exc: ResponseError) -> bool:
     return "no such index" in text or "unknown index" in text
 
 
-async def searched(conn: Connection, spec: IndexSpec,
-                   search: Callable[[str], Awaitable[T]]) -> T:
-    """``search(algorithm)`` on ``spec``'s index. When the server has no such
+async def remade_if_missing(conn: Connection, name: str, run: Callable[[], Awaitable[T]],
+                            remake: Callable[[], Awaitable[Any]] | None = None) -> T:
+    """``run()``, a search on index ``name``. When the server has no such
     index although this connection made or saw it (``FLUSHALL``, a dropped
     index, or the namespace's slot moved to another cluster node, which has
-    the keys but not the index), the index is made again over the
-    documents already there, and the search runs once more."""
+    the keys but not the index), the connection forgets it, ``remake()``
+    makes it again over the documents already there, and ``run()`` runs
+    once more."""
     try:
-        return await search(await cached_index(conn, spec))
+        return await run()
     except ResponseError as exc:
         if not missing_index(exc):
             raise
-    conn.indexes.pop(spec.name, None)
-    return await search(await cached_index(conn, spec))
+    conn.indexes.pop(name, None)
+    if remake is not None:
+        await remake()
+    return await run()
+
+
+async def searched(conn: Connection, spec: IndexSpec,
+                   search: Callable[[str], Awaitable[T]]) -> T:
+    """``search(algorithm)`` on ``spec``'s vector index, made when this
+    connection does not know it (:func:`cached_index`), and made again when
+    it vanished (:func:`remade_if_missing`)."""
+    async def run() -> T:
+        return await search(await cached_index(conn, spec))
+    return await remade_if_missing(conn, spec.name, run)
 
 
 async def cached_index(conn: Connection, spec: IndexSpec) -> str:

@@ -60,11 +60,15 @@ def server(request: pytest.FixtureRequest) -> str:
     return str(getattr(request, "param", "redis"))
 
 
-@pytest.fixture
-def server_url(request: pytest.FixtureRequest, server: str) -> str:
+def _url_of(request: pytest.FixtureRequest, server: str) -> str:
     if server == "cluster":
         return str(request.getfixturevalue("redis_cluster").url)
     return str(request.getfixturevalue("redis_url"))
+
+
+@pytest.fixture
+def server_url(request: pytest.FixtureRequest, server: str) -> str:
+    return _url_of(request, server)
 
 
 @pytest.fixture
@@ -75,10 +79,7 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def backend_url(request: pytest.FixtureRequest, backend: str) -> str:
-    if backend == "memory":
-        return "memory://"
-    return str(request.getfixturevalue("redis_cluster").url if backend == "cluster"
-               else request.getfixturevalue("redis_url"))
+    return "memory://" if backend == "memory" else _url_of(request, backend)
 
 
 @pytest.fixture

@@ -115,14 +115,15 @@ async def test_vectors_and_threads_live_on_their_namespace_shard(cluster: LocalC
             assert [e.payload for e in await store.get_recent_events("t")] == [{"ns": ns}]
 
 
-def _search_calls(cluster: LocalCluster) -> dict[int, int]:
-    """FT.* commands each primary was sent (served or redirected), by port."""
+def _calls(cluster: LocalCluster, prefix: str) -> dict[int, int]:
+    """Commands whose stats name starts with ``prefix`` that each primary was
+    sent (served, or refused with MOVED and the like), by port."""
     counts = {}
     for port in cluster.ports[: cluster.primaries]:
         with cluster.client(port) as client:
             stats = client.info("commandstats")
         counts[port] = sum(int(row.get("calls", 0)) + int(row.get("rejected_calls", 0))
-                           for name, row in stats.items() if name.startswith("cmdstat_FT."))
+                           for name, row in stats.items() if name.startswith(prefix))
     return counts
 
 
@@ -137,12 +138,12 @@ async def test_search_commands_go_straight_to_the_namespace_node(cluster: LocalC
         await scope.set_vector("x", [1.0, 0.0])
         await store.upsert_long_term_memory(redismem.LongTermMemory(
             "m", "u", "knowledge", {}, "redis cluster", [], {}, 1, 1), embedding=[1.0, 0.0])
-        before = _search_calls(cluster)
+        before = _calls(cluster, "cmdstat_FT.")
         for _ in range(10):
             assert [m.key for m in await scope.similarity_search([1.0, 0.1])] == ["x"]
             assert [m.id for m in await store.search_long_term_memory_text("u", "redis")] == ["m"]
             assert len(await store.search_long_term_memory_vector("u", [1.0, 0.1])) == 1
-        after = _search_calls(cluster)
+        after = _calls(cluster, "cmdstat_FT.")
     home = owner(cluster, ns)
     assert after[home] - before[home] >= 30
     assert {port: after[port] - before[port] for port in after if port != home} == {
@@ -153,12 +154,7 @@ async def test_a_library_call_is_one_round_trip(cluster: LocalCluster) -> None:
     """The client reads an FCALL's keys from its arguments; redis-py would ask
     a node first (COMMAND GETKEYS, with every argument sent again)."""
     def getkeys() -> int:
-        total = 0
-        for port in cluster.ports[: cluster.primaries]:
-            with cluster.client(port) as client:
-                row = client.info("commandstats").get("cmdstat_command|getkeys", {})
-            total += int(row.get("calls", 0))
-        return total
+        return sum(_calls(cluster, "cmdstat_command|getkeys").values())
 
     async with await redismem.connect(cluster.url, namespace="trip") as mem:
         scope = mem.session("s")
