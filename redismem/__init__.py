@@ -53,6 +53,7 @@ from .types import (
     MemoryEvent,
     MemoryValue,
     RetentionPolicy,
+    SearchPlan,
     VectorMatch,
     VectorValue,
 )
@@ -97,6 +98,7 @@ __all__ = [
     "RequestTooLargeError",
     "RetentionPolicy",
     "RevisionLimitError",
+    "SearchPlan",
     "ServerNotFoundError",
     "ServerStartError",
     "ValueTooLargeError",

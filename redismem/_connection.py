@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from redis.asyncio import Redis
 
 from . import limits
+from ._plans import SearchPlans
 from .functions import Functions
 
 
@@ -27,6 +28,8 @@ class Connection:
     connection has made sure of."""
     index_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     """Held while making sure of an index, so concurrent first writes create it once."""
+    plans: SearchPlans = field(default_factory=SearchPlans)
+    """Which scope searches may leave the scope's filter out."""
 
     @property
     def max_value_bytes(self) -> int:

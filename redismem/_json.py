@@ -65,6 +65,10 @@ def _depth_and_strings(value: Any) -> None:
                 stack.extend((child, depth + 1) for child in item)
 
 
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float,
+                            parse_int=_finite_int)
+
+
 def loads(raw: bytes | str) -> Any:
     """Parse a strict JSON text.
 
@@ -74,9 +78,11 @@ def loads(raw: bytes | str) -> Any:
     """
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float,
-                           parse_int=_finite_int)
-        _depth_and_strings(value)
+        value = _DECODER.decode(text)
+        # without escapes no string can hold a lone surrogate (valid UTF-8
+        # has none), and without that many brackets nothing is too deep
+        if "\\u" in text or text.count("[") + text.count("{") > MAX_DEPTH:
+            _depth_and_strings(value)
     except JsonRuleError:
         raise
     except UnicodeError:

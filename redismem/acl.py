@@ -36,7 +36,7 @@ CONNECT = ("+ping", "+echo", "+hello", "+auth", "+select", "+reset", "+quit",
 READS = ("+hget", "+hmget", "+hgetall", "+hscan", "+zscore", "+zrange", "+zrevrange",
          "+zrangebylex", "+zrangebyscore", "+zcard", "+get", "+xrange", "+xrevrange",
          "+xread", "+xlen", "+xinfo|stream", "+pexpiretime")
-SEARCH = ("+ft.search", "+ft.info")
+SEARCH = ("+ft.search", "+ft.info", "+ft.profile")
 # what scope writes run on value and vector hashes, their listings and
 # revisions (lua/lib/60_names.lua, 70_vectors.lua)
 SCOPE_WRITES = ("+hset", "+hdel", "+hincrby", "+del", "+zadd", "+zrem", "+persist",

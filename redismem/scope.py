@@ -32,6 +32,7 @@ from .types import (
     MemoryChangeEvent,
     MemoryValue,
     ScopeKind,
+    SearchPlan,
     VectorMatch,
     VectorValue,
 )
@@ -502,41 +503,132 @@ class MemoryScope:
         floor = V.check_min_score(min_score)
         wanted_ef = V.check_ef_runtime(ef_runtime)
         tokens = V.filter_tokens(filter)
-        ns, scope, sid = self._scope_args()
-        client, spec = self._conn.client, V.scope_index(ns, dim)
-        ef = wanted_ef or V.IndexParams.from_settings(self._conn.settings).ef_runtime
-        known = self._conn.indexes.get(spec.name) if self._conn.search else None
-        reply: Any = None
-        if known is not None and not is_cluster(client):
-            # the index is known: the scope's dimensions and the search in one
-            # round trip (the reply is used only if the dimension checks pass)
-            pipe = client.pipeline(transaction=False)
-            pipe.hgetall(K.vector_dims(ns, scope, sid))
-            pipe.execute_command(*V.scope_search_command(ns, scope, sid, blob, dim, top_k,
-                                                         tokens, known, ef))
-            stored, reply = await pipe.execute(raise_on_error=False)
-            if isinstance(stored, Exception):
-                raise stored
+        if self._conn.search:
+            matches = await self._indexed_search(blob, dim, top_k, tokens, wanted_ef)
+        elif self._vector_count(dim, await self._dims()):
+            matches = await self._search_exact(blob, dim, top_k, filter)
         else:
-            stored = await client.hgetall(K.vector_dims(ns, scope, sid))
-        dims = sorted(int(d) for d, count in stored.items() if int(count) > 0)
-        if not dims:
-            return []
-        if dim not in dims:
+            matches = []
+        return [m for m in matches if floor is None or m.score >= floor]
+
+    async def explain_search(self, query: Any, top_k: int = 10, *,
+                             filter: Mapping[str, Any] | None = None,
+                             ef_runtime: int | None = None) -> SearchPlan:
+        """How :meth:`similarity_search` with these arguments runs (see
+        :class:`SearchPlan`): the plan it gets, the query text, the counts
+        that chose it, and, from ``FT.PROFILE`` (which runs the query), how
+        many documents matched the filters and how many of them it read.
+
+        Raises:
+            the errors of :meth:`similarity_search`.
+        """
+        blob, dim = V.embedding_bytes(query)
+        top_k = V.check_top_k(top_k)
+        wanted_ef = V.check_ef_runtime(ef_runtime)
+        tokens = V.filter_tokens(filter)
+        count = self._vector_count(dim, await self._dims())
+        if not self._conn.search:
+            return SearchPlan("exact", None, "exact", "", count, None, None, None, None)
+        ns, scope, sid = self._scope_args()
+        conn, spec, tag = self._conn, V.scope_index(ns, dim), V.scope_tag(scope, sid)
+        algorithm = await V.cached_index(conn, spec)
+        conn.plans.read(spec.name, int((await V.index_info(conn.client, spec.name))["num_docs"]))
+        conn.plans.learn(spec.name, tag, count, foreign=False)
+        unscoped = conn.plans.unscoped(spec.name, tag)
+        ef = self._ef(wanted_ef) if algorithm == "HNSW" else None
+        command = V.scope_search_command(ns, scope, sid, blob, dim, top_k, tokens, algorithm,
+                                         ef or 0, scoped=not unscoped)
+        matched, visited = await V.profiled(conn.client, command)
+        if matched == 0:
+            plan = "empty"
+        elif unscoped:
+            plan = "knn"
+        elif matched is None or visited is None or visited < matched:
+            plan = "hybrid batches"
+        else:
+            plan = "hybrid brute force"
+        return SearchPlan(plan, spec.name, algorithm, str(command[2]), count,
+                          conn.plans.docs[spec.name][0], matched, visited, ef)
+
+    def _ef(self, wanted: int | None) -> int:
+        return wanted or V.IndexParams.from_settings(self._conn.settings).ef_runtime
+
+    async def _dims(self) -> Mapping[Any, Any]:
+        ns, scope, sid = self._scope_args()
+        return await self._conn.client.hgetall(K.vector_dims(ns, scope, sid))
+
+    @staticmethod
+    def _vector_count(dim: int, stored: Mapping[Any, Any]) -> int:
+        """The scope's vectors of dimension ``dim`` per its dimensions hash.
+
+        Raises:
+            InvalidVectorError: the scope holds vectors of other dimensions only.
+        """
+        dims = {int(d): int(count) for d, count in stored.items() if int(count) > 0}
+        if dims and dim not in dims:
             raise InvalidVectorError(
                 f"the query has dimension {dim}; this scope's vectors have dimension "
-                f"{' and '.join(map(str, dims))}")
-        if reply is not None and not isinstance(reply, Exception):
-            matches = V.scope_matches(ns, scope, sid, reply)
-        elif self._conn.search:
+                f"{' and '.join(map(str, sorted(dims)))}")
+        return dims.get(dim, 0)
+
+    async def _indexed_search(self, blob: bytes, dim: int, top_k: int, tokens: list[str],
+                              wanted_ef: int | None) -> list[VectorMatch]:
+        """The search through the namespace's index of dimension ``dim``.
+
+        Once this connection knows the index (and not on a cluster), the
+        scope's dimensions, the index's document count when due
+        (:class:`redismem._plans.SearchPlans`) and the search go in one
+        round trip; the reply is used only if the dimension checks pass.
+        """
+        ns, scope, sid = self._scope_args()
+        conn, client = self._conn, self._conn.client
+        spec, tag, ef = V.scope_index(ns, dim), V.scope_tag(scope, sid), self._ef(wanted_ef)
+        unscoped = conn.plans.unscoped(spec.name, tag)
+        read_docs = conn.plans.stale(spec.name)
+
+        def command(algorithm: str, scoped: bool) -> list[Any]:
+            return V.scope_search_command(ns, scope, sid, blob, dim, top_k, tokens, algorithm,
+                                          ef, scoped)
+
+        known = conn.indexes.get(spec.name)
+        reply: Any = None
+        if known is not None and not is_cluster(client):
+            pipe = client.pipeline(transaction=False)
+            pipe.hgetall(K.vector_dims(ns, scope, sid))
+            if read_docs:
+                pipe.execute_command("FT.INFO", spec.name)
+            pipe.execute_command(*command(known, not unscoped))
+            replies = await pipe.execute(raise_on_error=False)
+            stored, reply = replies[0], replies[-1]
+            if isinstance(stored, Exception):
+                raise stored
+            if read_docs and not isinstance(replies[1], Exception):
+                conn.plans.read(spec.name, int(V.info_fields(replies[1])["num_docs"]))
+                read_docs = False
+        else:
+            stored = await client.hgetall(K.vector_dims(ns, scope, sid))
+        count = self._vector_count(dim, stored)
+        if not count:
+            return []
+        if reply is None or isinstance(reply, Exception):
             if isinstance(reply, Exception) and not (isinstance(reply, ResponseError)
                                                      and V.missing_index(reply)):
                 raise reply
-            matches = await V.searched(self._conn, spec, lambda algorithm: (
+
+            async def run(algorithm: str) -> Any:
+                if read_docs:
+                    info = await V.index_info(client, spec.name)
+                    conn.plans.read(spec.name, int(info["num_docs"]))
+                return await client.execute_command(  # type: ignore[no-untyped-call]
+                    *command(algorithm, not unscoped))
+            reply = await V.searched(conn, spec, run)
+        matches = V.scope_matches(ns, scope, sid, reply)
+        foreign = matches is None
+        if matches is None:
+            matches = await V.searched(conn, spec, lambda algorithm: (
                 V.search_index(client, ns, scope, sid, blob, dim, top_k, tokens, algorithm, ef)))
-        else:
-            matches = await self._search_exact(blob, dim, top_k, filter)
-        return [m for m in matches if floor is None or m.score >= floor]
+        conn.plans.learn(spec.name, tag, count, foreign)
+        return matches
 
     async def _search_exact(self, query: bytes, dim: int, top_k: int,
                             filter: Mapping[str, Any] | None) -> list[VectorMatch]:

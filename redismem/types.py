@@ -127,6 +127,43 @@ class VectorMatch:
     revision: int
 
 
+@dataclass(frozen=True)
+class SearchPlan:
+    """How a scope's similarity search runs (:meth:`Scope.explain_search`).
+
+    Attributes:
+        plan: ``knn``: a plain KNN over the index, the scope's filter left
+            out because the scope holds every document of it;
+            ``hybrid brute force``: the distance to every document that
+            matches the filters (RediSearch's ad-hoc policy: exact);
+            ``hybrid batches``: HNSW candidates in batches, each checked
+            against the filters; ``empty``: no document matches the
+            filters, so nothing is searched; ``exact``: no search module,
+            numpy in the client over the scope's vectors.
+        index: the RediSearch index, or None for ``exact``.
+        algorithm: ``HNSW``, ``FLAT`` or ``exact``.
+        query: the FT.SEARCH query text ('' for ``exact``).
+        scope_vectors: vectors of the query's dimension in the scope (its
+            count runs high while expired vectors are not yet collected).
+        index_vectors: documents in the index, or None for ``exact``.
+        filter_matches: documents that matched the filters, or None when
+            the query has none (or FT.PROFILE is not permitted).
+        visited: of those, the ones the search read (as many as match:
+            brute force; fewer: batches), or None likewise.
+        ef_runtime: HNSW candidates per search, or None (FLAT, exact).
+    """
+
+    plan: str
+    index: str | None
+    algorithm: str
+    query: str
+    scope_vectors: int
+    index_vectors: int | None
+    filter_matches: int | None
+    visited: int | None
+    ef_runtime: int | None
+
+
 JsonValue = Any
 """Anything JSON-serialisable."""
 

@@ -43,10 +43,23 @@ def embedding_bytes(embedding: Any) -> tuple[bytes, int]:
         InvalidVectorError: not a flat sequence of 1..4096 finite numbers, or
             the zero vector (also after rounding to float32).
     """
-    try:
-        array = np.asarray(embedding, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InvalidVectorError("embedding must be a sequence of numbers") from None
+    if isinstance(embedding, np.ndarray) and embedding.dtype == np.float32:
+        single = _checked(embedding)  # no conversion: the common case of a model's output
+    else:
+        try:
+            array = np.asarray(embedding, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InvalidVectorError("embedding must be a sequence of numbers") from None
+        _checked(array)
+        if np.abs(array).max() > np.finfo(np.float32).max:
+            raise InvalidVectorError("a component does not fit in float32")
+        single = array.astype("<f4")
+    if not single.any():
+        raise InvalidVectorError("the zero vector has no direction")
+    return single.astype("<f4", copy=False).tobytes(), int(single.size)
+
+
+def _checked(array: np.ndarray) -> np.ndarray:
     if array.ndim != 1 or array.size == 0:
         raise InvalidVectorError(f"embedding must be a flat, non-empty sequence, got shape "
                                  f"{array.shape}")
@@ -55,12 +68,7 @@ def embedding_bytes(embedding: Any) -> tuple[bytes, int]:
             f"dimension {array.size} is over the limit {limits.MAX_VECTOR_DIM}")
     if not np.isfinite(array).all():
         raise InvalidVectorError("every component of an embedding must be finite")
-    if np.abs(array).max() > np.finfo(np.float32).max:
-        raise InvalidVectorError("a component does not fit in float32")
-    single = array.astype("<f4")
-    if not single.any():
-        raise InvalidVectorError("the zero vector has no direction")
-    return single.tobytes(), int(array.size)
+    return array
 
 
 def metadata_json(metadata: Mapping[str, Any] | None) -> str:
@@ -356,7 +364,11 @@ def _algorithm(info: Mapping[str, Any]) -> str:
 
 async def index_info(client: Redis, name: str) -> dict[str, Any]:
     """FT.INFO of an index as a flat dict of its top-level fields (bytes decoded)."""
-    raw = await client.execute_command("FT.INFO", name)  # type: ignore[no-untyped-call]
+    return info_fields(await client.execute_command("FT.INFO", name))  # type: ignore[no-untyped-call]
+
+
+def info_fields(raw: Any) -> dict[str, Any]:
+    """An FT.INFO reply as a flat dict of its top-level fields (bytes decoded)."""
     # redis-py turns the reply into a dict; a plain list when no callback applies
     pairs = raw.items() if isinstance(raw, dict) else zip(raw[::2], raw[1::2], strict=True)
     info: dict[str, Any] = {}
@@ -390,7 +402,7 @@ def knn_rows(reply: Any) -> list[tuple[str, dict[bytes, bytes], float]]:
     """(document id, returned fields, cosine similarity) of a
     :func:`knn_command` reply, best first."""
     return [(doc_id.decode(), fields, 1.0 - float(fields[b"__dist"]))
-            for doc_id, fields in search_rows(reply)]
+            for doc_id, fields in search_rows(reply) if b"__dist" in fields]
 
 
 async def knn(client: Redis, index: str, clauses: Sequence[str], query: bytes, top_k: int,
@@ -402,24 +414,32 @@ async def knn(client: Redis, index: str, clauses: Sequence[str], query: bytes, t
 
 
 def scope_search_command(ns: str, scope: str, sid: str, query: bytes, dim: int, top_k: int,
-                         tokens: Sequence[str], algorithm: str, ef_runtime: int) -> list[Any]:
-    """KNN over one scope's vectors, scope and metadata filters inside the query."""
-    clauses = [tag_clause("_sc", scope_tag(scope, sid))] + [tag_clause("_meta", t)
-                                                              for t in tokens]
-    return knn_command(K.vector_index(ns, dim), clauses, query, top_k, algorithm, ef_runtime,
-                       ("meta", "rev"))
+                         tokens: Sequence[str], algorithm: str, ef_runtime: int,
+                         scoped: bool = True) -> list[Any]:
+    """KNN over one scope's vectors, the metadata filter inside the query.
+    ``scoped=False`` leaves the scope's own filter out: for a scope that
+    holds every document of the index (see :class:`redismem._plans.SearchPlans`)."""
+    clauses = [tag_clause("_meta", t) for t in tokens]
+    if scoped:
+        clauses.insert(0, tag_clause("_sc", scope_tag(scope, sid)))
+    return knn_command(K.vector_index(ns, dim), clauses or ["*"], query, top_k, algorithm,
+                       ef_runtime, ("meta", "rev"))
 
 
-def scope_matches(ns: str, scope: str, sid: str, reply: Any) -> list[VectorMatch]:
-    """The matches of a :func:`scope_search_command` reply."""
-    prefix = len(K.vector(ns, scope, sid, ""))
+def scope_matches(ns: str, scope: str, sid: str, reply: Any) -> list[VectorMatch] | None:
+    """The matches of a :func:`scope_search_command` reply; None when it holds
+    a document of another scope (possible only when the search left the
+    scope's filter out: it must run again with it)."""
+    prefix = K.vector(ns, scope, sid, "")
     matches = []
     for doc_id, fields, score in knn_rows(reply):
+        if not doc_id.startswith(prefix):
+            return None
         try:
             metadata, revision = _json.loads(fields[b"meta"]), int(fields[b"rev"])
         except (KeyError, ValueError):
             continue  # not written by the library: `redismem audit` reports it
-        matches.append(VectorMatch(key=doc_id[prefix:], score=score, metadata=metadata,
+        matches.append(VectorMatch(key=doc_id[len(prefix):], score=score, metadata=metadata,
                                    revision=revision))
     return matches
 
@@ -427,18 +447,51 @@ def scope_matches(ns: str, scope: str, sid: str, reply: Any) -> list[VectorMatch
 async def search_index(client: Redis, ns: str, scope: str, sid: str, query: bytes, dim: int,
                        top_k: int, tokens: Sequence[str], algorithm: str, ef_runtime: int
                        ) -> list[VectorMatch]:
-    """:func:`scope_search_command`, sent, and its :func:`scope_matches`."""
+    """:func:`scope_search_command` (with the scope's filter), sent, and its
+    :func:`scope_matches`."""
     reply = await client.execute_command(  # type: ignore[no-untyped-call]
         *scope_search_command(ns, scope, sid, query, dim, top_k, tokens, algorithm, ef_runtime))
-    return scope_matches(ns, scope, sid, reply)
+    return scope_matches(ns, scope, sid, reply) or []
+
+
+async def profiled(client: Redis, command: Sequence[Any]) -> tuple[int | None, int | None]:
+    """Run a :func:`knn_command` under FT.PROFILE: how many documents matched
+    its filters and how many of them the vector search read; (0, 0) when no
+    document matches them, (None, None) when the query has no filter or the
+    credential may not profile."""
+    try:
+        reply = await client.execute_command(  # type: ignore[no-untyped-call]
+            "FT.PROFILE", command[1], "SEARCH", "QUERY", *command[2:])
+    except NoPermissionError:
+        return None, None
+    profile = _as_dict(reply[1] if isinstance(reply, list) else reply[b"profile"])
+    iterators = profile.get(b"Iterators profile") or []
+    first = _as_dict(iterators[0] if isinstance(iterators, list) and iterators
+                     and not isinstance(iterators[0], bytes) else iterators)
+    if first.get(b"Type") == b"EMPTY":  # the filters match nothing: no search at all
+        return 0, 0
+    child = _as_dict(first.get(b"Child iterator") or {})
+    if b"Size" not in child:
+        return None, None
+    return int(child[b"Size"]), int(child[b"Counter"])
+
+
+def _as_dict(part: Any) -> dict[bytes, Any]:
+    """A RESP3 map as it is, a RESP2 flat list of pairs as a dict."""
+    if isinstance(part, dict):
+        return part
+    return {k: v for k, v in zip(part[::2], part[1::2], strict=False) if isinstance(k, bytes)}
 
 
 def search_rows(reply: Any) -> list[tuple[bytes, dict[bytes, bytes]]]:
-    """(document id, returned fields) of an FT.SEARCH reply, RESP3 map or RESP2 array."""
+    """(document id, returned fields) of an FT.SEARCH reply, RESP3 map or RESP2
+    array; without the documents that vanished (expired, deleted) while the
+    search ran, which come back with no fields."""
     if isinstance(reply, dict):
-        return [(row[b"id"], row[b"extra_attributes"]) for row in reply[b"results"]]
+        return [(row[b"id"], row[b"extra_attributes"]) for row in reply[b"results"]
+                if row.get(b"extra_attributes")]
     return [(doc_id, dict(zip(fields[::2], fields[1::2], strict=True)))
-            for doc_id, fields in zip(reply[1::2], reply[2::2], strict=True)]
+            for doc_id, fields in zip(reply[1::2], reply[2::2], strict=True) if fields]
 
 
 def rank_exact(query: np.ndarray, candidates: Sequence[tuple[str, np.ndarray, dict[str, Any], int]],

@@ -2,7 +2,8 @@
 
     python scripts/bench.py kv [--n 10000] [--url URL] [--json]
     python scripts/bench.py feed [--n 2000] [--url URL] [--json]
-    python scripts/bench.py vectors [--n 100000] [--index hnsw|flat] [--url URL] [--json]
+    python scripts/bench.py vectors [--n 100000] [--index hnsw|flat] [--data structured|random]
+                                    [--layout ab] [--url URL] [--json]
     python scripts/bench.py store [--n 10000] [--url URL] [--json]
     python scripts/bench.py transfer [--n 50000] [--url URL] [--json]
     python scripts/bench.py stall [--n 200000] [--url URL] [--json]
@@ -37,9 +38,12 @@ from redis.asyncio import Redis
 
 import redismem
 import redismem._json
-from redismem import acl, users, vectors
+from redismem import acl, users
 from redismem import keys as K
 from redismem.server import EmbeddedServer
+
+sys.path.insert(0, str(Path(__file__).parent))
+import vector_bench
 
 
 @contextmanager
@@ -265,52 +269,6 @@ async def bench_feed(url: str, n: int) -> list[dict[str, Any]]:
                      "p50_ms": statistics.median(rm_times),
                      "p99_ms": _percentile(rm_times, 0.99),
                      "raw_xrange_p50_ms": statistics.median(raw_times)})
-        async for key in mem.client.scan_iter(match=K.pattern(ns), count=1000):
-            await mem.client.delete(key)
-    return rows
-
-
-async def bench_vectors(url: str, n: int, index: str = "hnsw", dim: int = 384,
-                        queries: int = 200) -> list[dict[str, Any]]:
-    ns = "bench" + uuid.uuid4().hex[:8]
-    rng = np.random.default_rng(42)
-    data = rng.normal(size=(n, dim)).astype(np.float32)
-    data /= np.linalg.norm(data, axis=1, keepdims=True)
-    groups = np.arange(n) % 10
-    rows: list[dict[str, Any]] = []
-    async with await redismem.connect(url, namespace=ns, principal="bench") as mem:
-        await mem.configure(vector_index=index)
-        scope = mem.global_scope()
-        start = time.perf_counter()
-        for first in range(0, n, 500):
-            await scope.set_vectors([(f"v{i}", data[i], {"group": int(groups[i])})
-                                     for i in range(first, min(n, first + 500))], atomic=False)
-        seconds = time.perf_counter() - start
-        rows.append({"op": f"{index}: ingest {n:,} x {dim}-d (set_vectors, 500 per call)",
-                     "value": f"{n / seconds:,.0f} vectors/s", "target": "≥ 5,000/s"})
-        qs = rng.normal(size=(queries, dim)).astype(np.float32)
-        for label, flt in (("no filter", None), ("filter group == 3 (10%)", {"group": 3})):
-            latencies, hits = [], 0
-            for q in qs:
-                t0 = time.perf_counter()
-                found = await scope.similarity_search(q, top_k=10, filter=flt)
-                latencies.append((time.perf_counter() - t0) * 1000)
-                pool = np.flatnonzero(groups == 3) if flt else np.arange(n)
-                exact = pool[np.argsort(-(data[pool] @ q))[:10]]
-                hits += len({m.key for m in found} & {f"v{i}" for i in exact})
-            rows.append({"op": f"{index}: top-10 search, {label}",
-                         "value": f"p50 {statistics.median(latencies):.2f} ms, "
-                                  f"p99 {_percentile(latencies, 0.99):.2f} ms, "
-                                  f"recall@10 {hits / (10 * queries):.3f}",
-                         "target": "p50 ≤ 5 ms, recall ≥ 0.95"})
-        if mem.capabilities.search:
-            info = await vectors.index_info(mem.client, K.vector_index(ns, dim))
-            docs = int(info["num_docs"])
-            index_mb = float(info.get("vector_index_sz_mb", 0))
-            rows.append({"op": f"{index}: index memory per vector (FT.INFO vector_index_sz_mb)",
-                         "value": f"{index_mb * 1024 * 1024 / docs:,.0f} B "
-                                  f"({docs:,} docs, {index_mb:.1f} MB)", "target": ""})
-            await mem.client.execute_command("FT.DROPINDEX", K.vector_index(ns, dim))
         async for key in mem.client.scan_iter(match=K.pattern(ns), count=1000):
             await mem.client.delete(key)
     return rows
@@ -725,7 +683,7 @@ def stall_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def vectors_table(rows: list[dict[str, Any]]) -> str:
+def rows_table(rows: list[dict[str, Any]]) -> str:
     lines = ["| measurement | result | target |", "|---|---|---|"]
     lines += [f"| {row['op']} | {row['value']} | {row['target']} |" for row in rows]
     return "\n".join(lines)
@@ -767,13 +725,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url", default=None, help="benchmark this server instead")
     parser.add_argument("--index", choices=["hnsw", "flat"], default="hnsw",
                         help="vectors: the namespace's vector_index setting")
+    parser.add_argument("--data", choices=["structured", "random"], default="structured",
+                        help="vectors: embeddings of low intrinsic dimension, or uniform random")
+    parser.add_argument("--layout", default="ab",
+                        help="vectors: a (one scope of all), b (100 scopes), or ab")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     n = args.n or {"kv": 10_000, "feed": 2000, "vectors": 100_000, "store": 10_000,
                    "transfer": 50_000, "stall": 200_000, "cluster": 2000}[args.suite]
     suites = {"kv": (bench_kv, table), "feed": (bench_feed, feed_table),
-              "vectors": (bench_vectors, vectors_table), "store": (bench_store, vectors_table),
+              "store": (bench_store, rows_table),
               "transfer": (bench_transfer, table), "stall": (bench_stall, stall_table)}
+    if args.suite == "vectors":
+        with server_url(args.url) as url:
+            result = asyncio.run(vector_bench.bench(url, n, args.index, args.data, args.layout))
+        print(json.dumps(result, indent=2) if args.json else vector_bench.render(result))
+        return 0
     if args.suite == "cluster":
         with server_url(args.url) as url, local_cluster() as cluster_url:
             rows = asyncio.run(bench_cluster(url, cluster_url, n))
@@ -781,8 +748,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         run, render = suites[args.suite]
         with server_url(args.url) as url:
-            rows = asyncio.run(bench_vectors(url, n, args.index) if args.suite == "vectors"
-                               else run(url, n))
+            rows = asyncio.run(run(url, n))
     if args.json:
         print(json.dumps(rows, indent=2))
     else:

@@ -5,11 +5,13 @@ library accepts, on the real server and on memory:// (fakeredis' Lua)."""
 from __future__ import annotations
 
 import json
+import struct
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import fakeredis
+import numpy as np
 import pytest
 import redis
 from hypothesis import HealthCheck, given, settings
@@ -17,7 +19,8 @@ from hypothesis import strategies as st
 
 from redismem import _json
 from redismem import _validate as check
-from redismem.errors import InvalidArgumentError
+from redismem import vectors as V
+from redismem.errors import InvalidArgumentError, InvalidVectorError
 from redismem.functions import bundled
 
 NS = b"jsonrules"
@@ -294,3 +297,45 @@ def test_whitespace_list_is_pythons() -> None:
               if not 0xD800 <= c < 0xE000 and check._BAD_ID.match(chr(c))} - set(":{}")
     controls = {chr(c) for c in (*range(32), 127)}
     assert listed == spaces | controls
+
+
+# Embeddings: float32 blobs heavy in the bytes that make a component zero,
+# negative zero, infinite or NaN (0x00, 0x80, 0x7f, 0xff), at every alignment
+
+BLOB_BYTES = st.sampled_from([0x00, 0x80, 0x7F, 0xFF, 0x3F, 0xC0, 0x01]) | st.integers(0, 255)
+BLOBS = st.lists(BLOB_BYTES, max_size=64).map(bytes) | st.lists(
+    st.sampled_from([0.0, -0.0, 1.0, -2.5, 1e-45, 3.4e38, float("inf"), float("-inf"),
+                     float("nan")]), min_size=1, max_size=16).map(
+    lambda xs: struct.pack(f"<{len(xs)}f", *xs))
+
+
+def set_vector(client: redis.Redis, blob: bytes) -> str | None:
+    """FCALL redismem_set_vectors with a raw embedding; None when accepted,
+    else the error message."""
+    base = b"rm:{" + NS + b"}:"
+    keys = [base + b"keys:vec:session:s", base + b"exp:vec:session:s",
+            base + b"rev:vec:session:s", base + b"seq", base + b"feedsz", base + b"who:me:0",
+            base + b"vdims:session:s", base + b"vec:session:s:v"]
+    try:
+        client.fcall("redismem_set_vectors", len(keys), *keys, NS, b"session", b"s", b"",
+                     b"me", b"", b"v", blob, b"{}", b"")
+    except redis.ResponseError as exc:
+        return str(exc)
+    return None
+
+
+@SETTINGS
+@given(BLOBS)
+def test_embeddings_accepted_alike(client: redis.Redis, blob: bytes) -> None:
+    lua = set_vector(client, blob)
+    try:
+        V.embedding_bytes(np.frombuffer(blob, dtype="<f4"))
+        python = None
+    except (InvalidVectorError, ValueError) as exc:
+        python = str(exc)
+    assert (lua is None) == (python is None), (blob.hex(), lua, python)
+    if lua and len(blob) % 4 == 0 and blob:
+        components = np.frombuffer(blob, dtype="<f4")
+        bad = np.flatnonzero(~np.isfinite(components))
+        if bad.size:  # Lua names the first component that is not finite
+            assert lua == f"INVALID_VECTOR component {bad[0]} is not finite", blob.hex()

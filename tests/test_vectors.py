@@ -404,3 +404,135 @@ async def test_a_search_on_a_known_index_is_one_round_trip(
         with pytest.raises(redismem.InvalidVectorError, match="dimension 3"):
             await scope.similarity_search([1.0, 0.0, 0.0])
         assert await mem.session("empty").similarity_search([1.0, 0.0]) == []
+
+
+async def _queries(client: object, run: object) -> list[bytes]:
+    """The FT.SEARCH query texts the server saw while ``run()`` ran (SLOWLOG)."""
+    await client.config_set("slowlog-log-slower-than", 0)  # type: ignore[attr-defined]
+    try:
+        await client.slowlog_reset()  # type: ignore[attr-defined]
+        await run()  # type: ignore[operator]
+        log = await client.slowlog_get(1024)  # type: ignore[attr-defined]
+    finally:
+        await client.config_set("slowlog-log-slower-than", 10_000)  # type: ignore[attr-defined]
+    return [entry["command"].split()[2] for entry in reversed(log)
+            if entry["command"].startswith(b"FT.SEARCH")]
+
+
+def _exact_keys(rows: dict[str, list[float]], query: list[float], k: int) -> list[str]:
+    names = sorted(rows)
+    matrix = np.array([rows[n] for n in names], dtype=np.float64)
+    scores = matrix @ np.array(query) / np.linalg.norm(matrix, axis=1) / np.linalg.norm(query)
+    return [names[i] for i in sorted(range(len(names)), key=lambda i: (-scores[i], names[i]))[:k]]
+
+
+async def test_a_scope_holding_the_whole_index_searches_without_its_filter(
+        redis_url: str, ns: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once a search has seen that its scope holds every document of the
+    index, the next ones are a plain KNN (no scope filter for RediSearch to
+    brute-force); when another scope gets vectors, the filter comes back.
+    Every answer is the exact ranking."""
+    from redismem import _plans
+
+    monkeypatch.setattr(_plans, "INDEX_DOCS_TTL", 0.0)
+    rng = np.random.default_rng(5)
+    rows = {f"v{i}": rng.normal(size=4).tolist() for i in range(40)}
+    q = rng.normal(size=4).tolist()
+    async with await redismem.connect(redis_url, namespace=ns) as mem:
+        scope = mem.global_scope()
+        await scope.set_vectors(list(rows.items()))
+
+        async def twice() -> None:
+            for _ in range(2):
+                assert [m.key for m in await scope.similarity_search(q, top_k=5)] == \
+                    _exact_keys(rows, q, 5)
+
+        first, second = await _queries(mem.client, twice)
+        assert b"@_sc:" in first and b"@_sc:" not in second
+        await mem.session("other").set_vector("near", q)
+        # the next search still leaves the filter out, meets "near" (the
+        # closest document) and runs again with it; then it stays
+        again = await _queries(mem.client, twice)
+        assert [b"@_sc:" in text for text in again] == [False, True, True]
+
+
+async def test_an_unscoped_search_that_meets_another_scope_runs_again_with_the_filter(
+        redis_url: str, ns: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scope's count runs high once its vectors expire, so it can look like
+    the whole index while another scope has vectors: the plain KNN then
+    returns the other scope's documents, and the search runs again with the
+    scope's filter, so nothing of another scope is ever returned."""
+    from redismem import _plans
+
+    monkeypatch.setattr(_plans, "INDEX_DOCS_TTL", 0.0)
+    async with await redismem.connect(redis_url, namespace=ns) as mem:
+        fading, other = mem.session("fading"), mem.session("other")
+        await fading.set_vectors([(f"f{i}", [1.0, i]) for i in range(3)], ttl_seconds=0.3)
+        await other.set_vectors([("o1", [1.0, 0.0]), ("o2", [0.0, 1.0])])
+        assert len(await fading.similarity_search([1.0, 0.0])) == 3
+        await asyncio.sleep(0.5)
+        # the three expire (read, so the server drops them from the index now);
+        # fading's count stays 3 while the index holds 2
+        expired = [K.vector(ns, "session", "fading", f"f{i}") for i in range(3)]
+        assert await mem.client.exists(*expired) == 0
+        assert await fading.similarity_search([1.0, 0.0]) == []  # learns: 3 >= 2
+
+        async def search() -> None:
+            assert await fading.similarity_search([1.0, 0.0]) == []
+        texts = await _queries(mem.client, search)
+        assert [b"@_sc:" in text for text in texts] == [False, True]
+        assert all(b"@_sc:" in text for text in await _queries(mem.client, search))
+        assert [m.key for m in await other.similarity_search([1.0, 0.1])] == ["o1", "o2"]
+
+
+async def test_explain_search_reports_the_plan(redis_url: str, ns: str) -> None:
+    async with await redismem.connect(redis_url, namespace=ns) as mem:
+        big, small = mem.global_scope(), mem.session("small")
+        await big.set_vectors([(f"b{i}", [1.0, i, 1.0], {"g": i % 4}) for i in range(60)])
+        plan = await big.explain_search([1.0, 2.0, 1.0])
+        assert (plan.plan, plan.scope_vectors, plan.index_vectors) == ("knn", 60, 60)
+        assert plan.algorithm == "HNSW" and plan.ef_runtime == 100
+        assert "@_sc" not in plan.query
+        filtered = await big.explain_search([1.0, 2.0, 1.0], filter={"g": 1}, ef_runtime=300)
+        assert (filtered.plan, filtered.filter_matches, filtered.ef_runtime) == (
+            "knn", 15, 300)
+        await small.set_vectors([(f"s{i}", [0.0, 1.0, i]) for i in range(5)])
+        plan = await small.explain_search([0.0, 1.0, 1.0])
+        assert (plan.plan, plan.scope_vectors, plan.index_vectors) == (
+            "hybrid brute force", 5, 65)
+        assert (plan.filter_matches, plan.visited) == (5, 5)
+        assert plan.index == K.vector_index(ns, 3)
+        plan = await big.explain_search([1.0, 2.0, 1.0])  # no longer the whole index
+        assert plan.plan.startswith("hybrid") and plan.filter_matches == 60
+        never = await small.explain_search([0.0, 1.0, 1.0], filter={"g": "never"})
+        assert (never.filter_matches, never.visited) == (0, 0)
+        with pytest.raises(redismem.InvalidVectorError, match="dimension 2"):
+            await small.explain_search([1.0, 2.0])
+
+
+async def test_awkward_searches_are_answered_exactly(mem: redismem.Memory) -> None:
+    """A filter value that never occurs, an empty scope, fewer vectors than
+    top_k and a query of another dimension, on every backend."""
+    scope = mem.session("few")
+    rows = {"a": [1.0, 0.0, 0.2], "b": [0.5, 0.5, 0.0], "c": [-1.0, 0.3, 0.0]}
+    await scope.set_vectors([(k, v, {"colour": k}) for k, v in rows.items()])
+    found = await scope.similarity_search([1.0, 0.1, 0.1], top_k=50)
+    assert [m.key for m in found] == _exact_keys(rows, [1.0, 0.1, 0.1], 50)
+    assert await scope.similarity_search([1.0, 0.1, 0.1], filter={"colour": "none"}) == []
+    assert await scope.similarity_search([1.0, 0.1, 0.1], filter={"shade": "a"}) == []
+    assert [m.key for m in await scope.similarity_search(
+        [1.0, 0.1, 0.1], top_k=50, filter={"colour": "c"})] == ["c"]
+    assert await mem.session("empty").similarity_search([1.0, 0.1, 0.1], top_k=50) == []
+    with pytest.raises(redismem.InvalidVectorError, match="dimension 4; this scope's vectors "
+                       "have dimension 3"):
+        await scope.similarity_search([1.0, 0.0, 0.0, 0.0])
+
+
+async def test_explain_search_without_the_search_module(mem: redismem.Memory) -> None:
+    scope = mem.session("s")
+    await scope.set_vectors([("a", [1.0, 0.0]), ("b", [0.0, 1.0])])
+    plan = await scope.explain_search([1.0, 0.0])
+    if mem.capabilities.search:
+        assert plan.plan in ("knn", "hybrid brute force")
+    else:
+        assert (plan.plan, plan.index, plan.scope_vectors) == ("exact", None, 2)

@@ -29,7 +29,7 @@ local function delete_vector(keys, args)
   local dim = tonumber(redis.call('HGET', vector_key, '_dim'))
   return remove_entry(w, 'delete_vector', vector_key, key, expected, function()
     if dim then
-      count_dim(dims_key, dim, -1)
+      count_dims(dims_key, {[dim] = -1})
     end
   end)
 end

@@ -57,12 +57,14 @@ local function import_vectors(keys, args)
     end
   end
   start_writing(w)
+  local moves = {}
   for i, item in ipairs(items) do
     if written[i] > 0 then
       import_entry(w, item.vector_key, item.key, item, item.fields)
-      recount_dim(dims_key, item.old_dim, item.dim)
+      recount_dim(moves, item.old_dim, item.dim)
     end
   end
+  count_dims(dims_key, moves)
   return written
 end
 

@@ -114,6 +114,7 @@ local function modify_value(keys, args)
   plan_event(w, key, 'set', revision, json)
   start_writing(w)
   store_entry(w, value_key, key, current > 0, revision, {'v', json})
+  finish_entries(w)
   local reply = op == 'incr' and json or ''
   keep_reply(w, 'modify_value', int_string(revision) .. ' ' .. reply)
   return {revision, reply}

@@ -35,6 +35,11 @@ local function set_values(keys, args)
     return text_ints(kept)
   end
 
+  local names = {}
+  for i = 1, count do
+    names[i] = args[4 + 3 * i]
+  end
+  prefetch_issued(w, names)
   local items, seen = {}, {}
   for i = 1, count do
     local base = 4 + 3 * i
@@ -58,6 +63,7 @@ local function set_values(keys, args)
     store_entry(w, item.value_key, item.key, item.current > 0, item.revision, {'v', item.json})
     revisions[i] = item.revision
   end
+  finish_entries(w)
   keep_reply(w, 'set_values', ints_text(revisions))
   return revisions
 end

@@ -39,6 +39,11 @@ local function set_vectors(keys, args)
   local dims_key = expect_key(keys, 7, SCHEMA.dims(c))
   local scope_tag = to_hex(c.scope .. ':' .. c.sid)
 
+  local names = {}
+  for i = 1, count do
+    names[i] = args[3 + 4 * i]
+  end
+  prefetch_issued(w, names)
   local items, seen = {}, {}
   for i = 1, count do
     local base = 3 + 4 * i
@@ -59,12 +64,14 @@ local function set_vectors(keys, args)
     plan_event(w, item.key, 'set', item.revision, nil)
   end
   start_writing(w)
-  local revisions = {}
+  local revisions, moves = {}, {}
   for i, item in ipairs(items) do
-    recount_dim(dims_key, item.old_dim, item.dim)
+    recount_dim(moves, item.old_dim, item.dim)
     store_entry(w, item.vector_key, item.key, item.current > 0, item.revision, item.fields)
     revisions[i] = item.revision
   end
+  finish_entries(w)
+  count_dims(dims_key, moves)
   keep_reply(w, 'set_vectors', ints_text(revisions))
   return revisions
 end

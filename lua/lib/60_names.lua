@@ -14,7 +14,8 @@
   A write call: scope_writer (keys, settings), per item the reads and
   checks (current revision, plan_revision, check_expected), begin_writes
   (clock, feed counters), plan_event per change, then publish (the first
-  write, which also trims the feed), then the entries.                   ]]
+  write, which also trims the feed), then the entries (store_entry each,
+  then finish_entries).                                                    ]]
 
 local PRUNE_PER_WRITE = 16
 
@@ -49,9 +50,25 @@ local function scope_writer(keys, first, c, kind, principal, request)
   return w
 end
 
+-- Read the last issued revisions of a batch's names in one HMGET (before
+-- plan_revision; `names` may still be unchecked texts: this only reads).
+local function prefetch_issued(w, names)
+  w.issued = {}
+  for first = 1, #names, 1000 do
+    local chunk = {unpack(names, first, math.min(#names, first + 999))}
+    local found = redis.call('HMGET', w.revisions, unpack(chunk))
+    for i, name in ipairs(chunk) do
+      w.issued[name] = tonumber(found[i]) or 0
+    end
+  end
+end
+
 -- The revision the next change of `name` takes (read before any write).
 local function plan_revision(w, name, current)
-  local issued = tonumber(redis.call('HGET', w.revisions, name)) or 0
+  local issued = w.issued and w.issued[name]
+  if issued == nil then
+    issued = tonumber(redis.call('HGET', w.revisions, name)) or 0
+  end
   local revision = math.max(issued, current) + 1
   if revision > LIMITS.max_revision then
     fail('REVISION_LIMIT', 'key ' .. show(name) .. ' is at revision ' .. int_string(revision - 1)
@@ -106,9 +123,9 @@ local function list_entry(w, item_key, name, existed, expire_at)
   redis.call('ZADD', w.names, 0, name)
 end
 
--- Write one entry: `fields` plus rev/ts/by, the revision, its expiry by
--- w.ttl ('' none, 'KEEPTTL' the entry's own, else ms from now; a new entry
--- has none to keep) and its name in the listing.
+-- Write one entry: `fields` plus rev/ts/by, its expiry by w.ttl ('' none,
+-- 'KEEPTTL' the entry's own, else ms from now; a new entry has none to
+-- keep); its revision and listing are queued for finish_entries.
 local function store_entry(w, item_key, name, existed, revision, fields)
   fields[#fields + 1] = 'rev'
   fields[#fields + 1] = int_string(revision)
@@ -117,12 +134,43 @@ local function store_entry(w, item_key, name, existed, revision, fields)
   fields[#fields + 1] = 'by'
   fields[#fields + 1] = w.principal
   redis.call('HSET', item_key, unpack(fields))
-  redis.call('HSET', w.revisions, name, int_string(revision))
-  if w.ttl == 'KEEPTTL' and existed then
-    redis.call('ZADD', w.names, 0, name) -- the expiry and its zset entry stay as they are
-  else
-    local ttl = tonumber(w.ttl)
-    list_entry(w, item_key, name, existed, ttl and w.now + ttl or nil)
+  local pending = w.pending
+  if not pending then
+    pending = {revisions = {}, unexpired = {}, listed = {}}
+    w.pending = pending
+  end
+  pending.revisions[#pending.revisions + 1] = name
+  pending.revisions[#pending.revisions + 1] = int_string(revision)
+  pending.listed[#pending.listed + 1] = 0
+  pending.listed[#pending.listed + 1] = name
+  local ttl = tonumber(w.ttl)
+  if ttl then
+    redis.call('PEXPIREAT', item_key, int_string(w.now + ttl))
+    redis.call('ZADD', w.expiry, int_string(w.now + ttl), name)
+  elseif w.ttl ~= 'KEEPTTL' or not existed then
+    -- no expiry (KEEPTTL keeps an existing entry's expiry and its zset entry)
+    if existed then
+      redis.call('PERSIST', item_key)
+    end
+    pending.unexpired[#pending.unexpired + 1] = name -- also drops a stale entry of an expired name
+  end
+end
+
+-- After the last store_entry of a call: the revisions, expiry removals and
+-- listings it queued, each as one command per 1000 names.
+local function finish_entries(w)
+  local pending = w.pending
+  if not pending then
+    return
+  end
+  w.pending = nil
+  for _, write in ipairs({{'HSET', w.revisions, pending.revisions, 2},
+                          {'ZADD', w.names, pending.listed, 2},
+                          {'ZREM', w.expiry, pending.unexpired, 1}}) do
+    local command, key, args, width = write[1], write[2], write[3], write[4]
+    for first = 1, #args, 1000 * width do
+      redis.call(command, key, unpack(args, first, math.min(#args, first + 1000 * width - 1)))
+    end
   end
 end
 

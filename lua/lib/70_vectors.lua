@@ -11,6 +11,27 @@
   rm:{ns}:vdims:<scope>:<sid> hash: dimension -> number of vectors stored
   with it (deletes decrement; expiry does not, so counts may run high).  ]]
 
+-- A component is not finite when its exponent bits are all ones: its fourth
+-- byte (little-endian) is 0x7f or 0xff and its third has the high bit set.
+-- Plain string.find (memchr speed; a Lua loop over 384 components costs
+-- more than the insert) finds each 0x7f and 0xff byte; those that are not
+-- a fourth byte are skipped. A vector is zero when every component is +0
+-- or -0, which only a blob of bytes 0x00 and 0x80 can be.
+local function first_not_finite(blob)
+  local first = nil
+  for _, byte in ipairs({'\127', '\255'}) do
+    local at = string.find(blob, byte, 1, true)
+    while at and (not first or at < first) do
+      if at % 4 == 0 and string.byte(blob, at - 1) >= 128 then
+        first = at
+        break
+      end
+      at = string.find(blob, byte, at + 1, true)
+    end
+  end
+  return first and (first - 4) / 4
+end
+
 local function check_embedding(blob)
   local size = #blob
   if size == 0 or size % 4 ~= 0 then
@@ -20,19 +41,22 @@ local function check_embedding(blob)
   if dim > LIMITS.max_vector_dim then
     fail('INVALID_VECTOR', 'dimension ' .. dim .. ' is over the limit ' .. LIMITS.max_vector_dim)
   end
-  local nonzero = false
-  for i = 1, size, 4 do
-    local b1, b2, b3, b4 = string.byte(blob, i, i + 3)
-    -- exponent bits all ones: infinity or NaN
-    if b4 % 128 == 127 and b3 >= 128 then
-      fail('INVALID_VECTOR', 'component ' .. ((i - 1) / 4) .. ' is not finite')
-    end
-    if b1 ~= 0 or b2 ~= 0 or b3 ~= 0 or b4 % 128 ~= 0 then
-      nonzero = true
-    end
+  local bad = first_not_finite(blob)
+  if bad then
+    fail('INVALID_VECTOR', 'component ' .. bad .. ' is not finite')
   end
-  if not nonzero then
-    fail('INVALID_VECTOR', 'the zero vector has no direction')
+  if not string.find(blob, '[^%z\128]') then
+    local nonzero = false
+    for i = 1, size, 4 do
+      local b1, b2, b3, b4 = string.byte(blob, i, i + 3)
+      if b1 ~= 0 or b2 ~= 0 or b3 ~= 0 or b4 % 128 ~= 0 then
+        nonzero = true
+        break
+      end
+    end
+    if not nonzero then
+      fail('INVALID_VECTOR', 'the zero vector has no direction')
+    end
   end
   return dim
 end
@@ -73,19 +97,23 @@ local function metadata_tokens(fields)
   return table.concat(tokens, ',')
 end
 
-local function count_dim(dims_key, dim, delta)
-  if redis.call('HINCRBY', dims_key, int_string(dim), delta) <= 0 then
-    redis.call('HDEL', dims_key, int_string(dim))
+-- Note in `moves` (dimension -> change in count) a vector's move from
+-- dimension old_dim (nil: a new vector) to dim.
+local function recount_dim(moves, old_dim, dim)
+  if old_dim ~= dim then
+    if old_dim then
+      moves[old_dim] = (moves[old_dim] or 0) - 1
+    end
+    moves[dim] = (moves[dim] or 0) + 1
   end
 end
 
--- Count a vector's move from dimension old_dim (nil: a new vector) to dim.
-local function recount_dim(dims_key, old_dim, dim)
-  if old_dim ~= dim then
-    if old_dim then
-      count_dim(dims_key, old_dim, -1)
+-- Apply `moves` to the dimensions hash (a count that reaches 0 goes).
+local function count_dims(dims_key, moves)
+  for dim, delta in pairs(moves) do
+    if delta ~= 0 and redis.call('HINCRBY', dims_key, int_string(dim), delta) <= 0 then
+      redis.call('HDEL', dims_key, int_string(dim))
     end
-    count_dim(dims_key, dim, 1)
   end
 end
 
