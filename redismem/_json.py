@@ -103,6 +103,10 @@ def error(raw: bytes | str) -> str | None:
     return None
 
 
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                            allow_nan=False)
+
+
 def dumps(value: Any) -> tuple[str, int]:
     """Canonical JSON of ``value`` (sorted keys, no spaces, UTF-8) and its size
     in bytes, checked against the rule.
@@ -111,9 +115,8 @@ def dumps(value: Any) -> tuple[str, int]:
         JsonRuleError: ``value`` is not JSON-serialisable, or breaks the rule.
     """
     try:
-        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                          allow_nan=False)
-        size = len(text.encode("utf-8"))
+        text = _ENCODER.encode(value)
+        size = len(text) if text.isascii() else len(text.encode("utf-8"))
     except UnicodeError:
         raise JsonRuleError("a string is not valid UTF-8 (a lone surrogate)") from None
     except RecursionError:

@@ -348,7 +348,10 @@ def denied(exc: ResponseError) -> PermissionDeniedError | None:
 
 
 def _size(part: str | bytes | int) -> int:
-    return len(part) if isinstance(part, bytes) else len(str(part).encode())
+    if isinstance(part, bytes):
+        return len(part)
+    text = part if isinstance(part, str) else str(part)
+    return len(text) if text.isascii() else len(text.encode())
 
 
 def request_id() -> str:
@@ -475,6 +478,24 @@ class Functions:
         """``redismem_get_values``: (json or None, revision) per value key."""
         reply = await self._call("redismem_get_values", keys, (), read_only=True)
         return list(zip(reply[::2], reply[1::2], strict=True))
+
+    async def read_value(self, key: str) -> tuple[Any, int]:
+        """(json or None, revision) of one value hash, read without Lua.
+
+        What ``redismem_get_values`` returns for one key: one ``HMGET`` of a
+        hash is atomic, an entry's expiry is its hash's own (a reader never
+        sees an expired hash; the expiry zset only drives listings), and a
+        stored entry is checked by the caller either way. The key name is
+        built by redismem.keys, so the library's schema check is not needed.
+        """
+        try:
+            raw, revision = await self._client.hmget(key, ["v", "rev"])
+        except ResponseError as exc:
+            raise _mapped_error(exc, None) from None
+        try:  # as Lua's tonumber(rev) or 0: a revision that is no number reads as 0
+            return raw, int(revision) if revision is not None else 0
+        except ValueError:
+            return raw, 0
 
     async def set_vectors(self, keys: Sequence[str], ns: str, scope: str, sid: str, ttl: str,
                           principal: str, items: Sequence[tuple[str, bytes, str, str]]

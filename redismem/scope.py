@@ -45,21 +45,25 @@ _BACKOFF_CAP = 0.1
 def _read(raw: bytes | None, revision: int) -> MemoryValue:
     if raw is None:
         return MemoryValue(None, 0, False)
-    problem = entry_problem(raw, revision)
+    value, problem = _parsed(raw, revision)
     if problem is not None:
         return MemoryValue(None, revision, True, problem)
-    return MemoryValue(_json.loads(raw), revision, True)
+    return MemoryValue(value, revision, True)
 
 
 def entry_problem(raw: bytes, revision: int) -> str | None:
     """Why a stored value was not written by the library, or None."""
+    return _parsed(raw, revision)[1]
+
+
+def _parsed(raw: bytes, revision: int) -> tuple[Any, str | None]:
+    """A stored value's JSON, or why it was not written by the library."""
     if revision < 1:
-        return "it has no revision"
+        return None, "it has no revision"
     try:
-        _json.loads(raw)
+        return _json.loads(raw), None
     except ValueError as exc:
-        return f"its value is not strict JSON: {exc}"
-    return None
+        return None, f"its value is not strict JSON: {exc}"
 
 
 def _checked(key: str, value: MemoryValue) -> MemoryValue:
@@ -104,8 +108,8 @@ class MemoryScope:
             InvalidKeyError: the key is empty, too long or has control characters.
             CorruptEntryError: the stored entry was not written by the library.
         """
-        [(raw, revision)] = await self._conn.functions.get_values(
-            [self._value_key(check.check_key(key))])
+        raw, revision = await self._conn.functions.read_value(
+            self._value_key(check.check_key(key)))
         return _checked(key, _read(raw, revision))
 
     async def get_many(self, keys: Iterable[str]) -> dict[str, MemoryValue]:

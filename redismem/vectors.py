@@ -187,7 +187,7 @@ class IndexParams:
     algorithm: str = "HNSW"
     m: int = 16
     ef_construction: int = 200
-    ef_runtime: int = 100
+    ef_runtime: int = 200
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, int | str]) -> IndexParams:

@@ -478,7 +478,8 @@ async def test_every_library_function_runs_on_the_namespace_node(
             assert (await scope.incr("a")).value == 2
             assert await scope.delete("b") is True
             assert (await scope.keys()).keys == ["a", "c"]
-            assert (await scope.get("c")).value == 3
+            assert (await scope.get("c")).value == 3  # one HMGET, no function
+            assert (await scope.get_many(["a", "c"]))["c"].value == 3
             await scope.set_vector("v", [1.0, 0.0])
             await scope.set_vector("w", [0.0, 1.0])
             assert (await scope.get_vector("v")).revision == 1

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from redismem import _json
 from redismem import _validate as check
 from redismem import vectors as V
-from redismem.errors import InvalidArgumentError, InvalidVectorError
+from redismem.errors import InvalidArgumentError, InvalidMetadataError, InvalidVectorError
 from redismem.functions import bundled
 
 NS = b"jsonrules"
@@ -309,7 +309,7 @@ BLOBS = st.lists(BLOB_BYTES, max_size=64).map(bytes) | st.lists(
     lambda xs: struct.pack(f"<{len(xs)}f", *xs))
 
 
-def set_vector(client: redis.Redis, blob: bytes) -> str | None:
+def set_vector(client: redis.Redis, blob: bytes, meta: bytes = b"{}") -> str | None:
     """FCALL redismem_set_vectors with a raw embedding; None when accepted,
     else the error message."""
     base = b"rm:{" + NS + b"}:"
@@ -318,7 +318,7 @@ def set_vector(client: redis.Redis, blob: bytes) -> str | None:
             base + b"vdims:session:s", base + b"vec:session:s:v"]
     try:
         client.fcall("redismem_set_vectors", len(keys), *keys, NS, b"session", b"s", b"",
-                     b"me", b"", b"v", blob, b"{}", b"")
+                     b"me", b"", b"v", blob, meta, b"")
     except redis.ResponseError as exc:
         return str(exc)
     return None
@@ -339,3 +339,22 @@ def test_embeddings_accepted_alike(client: redis.Redis, blob: bytes) -> None:
         bad = np.flatnonzero(~np.isfinite(components))
         if bad.size:  # Lua names the first component that is not finite
             assert lua == f"INVALID_VECTOR component {bad[0]} is not finite", blob.hex()
+
+
+SCALARS = (st.text(max_size=8) | st.integers(-(2**60), 2**60) | st.booleans() | st.none()
+           | st.floats(allow_nan=False, allow_infinity=False) | st.lists(st.integers(), max_size=2))
+
+
+@SETTINGS
+@given(st.dictionaries(st.text(max_size=6), SCALARS, max_size=5))
+def test_metadata_tokens_alike(client: redis.Redis, metadata: dict[str, Any]) -> None:
+    """The filter tokens Lua stores for a vector's metadata are the ones
+    Python computes for an equality filter on each scalar member."""
+    try:
+        text = V.metadata_json(metadata).encode()
+    except InvalidMetadataError:
+        return  # e.g. a lone surrogate: refused before any call
+    assert set_vector(client, struct.pack("<2f", 1.0, 0.5), text) is None
+    stored = client.hget(b"rm:{" + NS + b"}:vec:session:s:v", "_meta")
+    scalars = {k: v for k, v in metadata.items() if isinstance(v, str | int | float | bool)}
+    assert stored.decode() == ",".join(V.filter_tokens(scalars)), text

@@ -65,7 +65,8 @@ async def test_python_wrappers_pass_the_keys_the_headers_list(rmem: redismem.Mem
     scope = rmem.session("s")
     await scope.set("a", 1)
     await scope.set_many({"b": 1, "c": 2})
-    await scope.get("a")
+    await scope.get("a")  # one HMGET: no function
+    await scope.get_many(["a"])
     await scope.get_many(["a", "b", "c"])
     await scope.keys()
     await scope.delete("a")

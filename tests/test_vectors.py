@@ -377,7 +377,7 @@ async def test_ef_runtime_is_set_for_one_search(redis_url: str, ns: str) -> None
     searches = [entry["command"].split() for entry in reversed(log)
                 if entry["command"].startswith(b"FT.SEARCH")]
     efs = [words[words.index(b"ef") + 1] for words in searches]
-    assert efs == [b"777", b"100"]
+    assert efs == [b"777", b"200"]
     assert wide == plain
 
 
@@ -491,7 +491,7 @@ async def test_explain_search_reports_the_plan(redis_url: str, ns: str) -> None:
         await big.set_vectors([(f"b{i}", [1.0, i, 1.0], {"g": i % 4}) for i in range(60)])
         plan = await big.explain_search([1.0, 2.0, 1.0])
         assert (plan.plan, plan.scope_vectors, plan.index_vectors) == ("knn", 60, 60)
-        assert plan.algorithm == "HNSW" and plan.ef_runtime == 100
+        assert plan.algorithm == "HNSW" and plan.ef_runtime == 200
         assert "@_sc" not in plan.query
         filtered = await big.explain_search([1.0, 2.0, 1.0], filter={"g": 1}, ef_runtime=300)
         assert (filtered.plan, filtered.filter_matches, filtered.ef_runtime) == (

@@ -36,14 +36,14 @@ local function import_vectors(keys, args)
   local dims_key = expect_key(keys, 8, SCHEMA.dims(c))
   local scope_tag = to_hex(c.scope .. ':' .. c.sid)
 
-  local items, seen = {}, {}
+  local items, seen, tokens_of = {}, {}, {}
   for i = 1, count do
     local base = 7 * i - 2
     local key = batch_key(seen, args[base])
     local item = imported_args(args, base + 3)
     item.key = key
     item.vector_key = expect_key(keys, 8 + i, SCHEMA.vector(c, key))
-    item.fields, item.dim = vector_fields(args[base + 1], args[base + 2], scope_tag)
+    item.fields, item.dim = vector_fields(args[base + 1], args[base + 2], scope_tag, tokens_of)
     items[i] = item
   end
 

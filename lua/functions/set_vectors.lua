@@ -44,12 +44,12 @@ local function set_vectors(keys, args)
     names[i] = args[3 + 4 * i]
   end
   prefetch_issued(w, names)
-  local items, seen = {}, {}
+  local items, seen, tokens_of = {}, {}, {}
   for i = 1, count do
     local base = 3 + 4 * i
     local key = batch_key(seen, args[base])
     local vector_key = expect_key(keys, 7 + i, SCHEMA.vector(c, key))
-    local fields, dim = vector_fields(args[base + 1], args[base + 2], scope_tag)
+    local fields, dim = vector_fields(args[base + 1], args[base + 2], scope_tag, tokens_of)
     local expected = parse_expected(args[base + 3])
     local stored = redis.call('HMGET', vector_key, 'rev', '_dim')
     local current = tonumber(stored[1]) or 0

@@ -433,15 +433,6 @@ local function json_parse(text, levels)
   return (json_node(text, 1, levels))
 end
 
--- json_error, then json_parse: the node, or fail(code, ...) naming `what`.
-local function json_read(code, what, text, levels)
-  local why = json_error(text)
-  if why then
-    fail(code, what .. ' is not strict JSON (' .. why .. '): ' .. show(text))
-  end
-  return json_parse(text, levels)
-end
-
 -- The decoded string of a field json_error recorded, or nil when it is not one.
 local function json_field_string(text, field)
   if field.b ~= 34 then
@@ -456,15 +447,6 @@ local function json_field_number(text, field)
     return nil
   end
   return tonumber(string.sub(text, field.s, field.e))
-end
-
--- The members of an object node as a table name -> node (the last wins).
-local function json_fields(node)
-  local fields = {}
-  for _, member in ipairs(node.v) do
-    fields[member.key] = member.node
-  end
-  return fields
 end
 
 -- Text for a string as Python's json.dumps(ensure_ascii=False) writes it.
@@ -530,4 +512,21 @@ local function json_merge(target_text, target, patch_text, patch)
     end
   end
   return '{' .. table.concat(parts, ',') .. '}'
+end
+
+-- The top-level members (name -> span, recorded by json_error) of a JSON
+-- object of at most `limit` bytes.
+local function decode_object(code, what, text, limit)
+  if #text > limit then
+    fail(code, what .. ' is ' .. #text .. ' bytes of JSON, the limit is ' .. limit)
+  end
+  local fields = {}
+  local why = json_error(text, fields) -- checks and records the members in one pass
+  if why then
+    fail(code, what .. ' is not strict JSON (' .. why .. '): ' .. show(text))
+  end
+  if string.byte(text, skip_space(text, 1)) ~= 123 then
+    fail(code, what .. ' must be a JSON object, got ' .. show(text))
+  end
+  return fields
 end

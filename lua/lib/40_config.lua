@@ -25,7 +25,7 @@ local CONFIG_FIELDS = {
   vector_index = {choices = {flat = true, hnsw = true}, default = 'hnsw'},
   hnsw_m = {low = 2, high = 512, default = 16},
   hnsw_ef_construction = {low = 1, high = 4096, default = 200},
-  hnsw_ef_runtime = {low = 1, high = 10000, default = 100},
+  hnsw_ef_runtime = {low = 1, high = 10000, default = 200},
 }
 
 -- A stored setting, or its default when absent or not what set_config stores.

@@ -115,12 +115,14 @@ local function trim_plan(f, now, max_events)
   local cutoff = now - f.settings.feed_retention_ms
   local bound = f.settings.feed_max_bytes
   local dropped, freed, stopped, threshold, start = 0, 0, false, nil, '-'
+  local size = 1 -- usually the head is within the retention: one event tells
   while true do
     if dropped >= max_events then
       stopped = true
       break
     end
-    local batch = redis.call('XRANGE', f.feed, start, '+', 'COUNT', math.min(64, max_events - dropped))
+    local batch = redis.call('XRANGE', f.feed, start, '+', 'COUNT', math.min(size, max_events - dropped))
+    size = math.min(64, size * 4)
     local count = 0
     for _, entry in ipairs(batch) do
       if event_ts(entry[2]) >= cutoff and f.feed_bytes - freed <= bound then

@@ -61,36 +61,31 @@ local function check_embedding(blob)
   return dim
 end
 
--- The top-level members of a metadata object: name -> node (see lib/15_text.lua).
+-- The top-level members of a metadata object: name -> span (json_error's
+-- record, see lib/15_text.lua), checked and recorded in one pass.
 local function check_metadata(text)
-  if #text > LIMITS.max_metadata_bytes then
-    fail('INVALID_METADATA', 'metadata is ' .. #text .. ' bytes of JSON, the limit is '
-         .. LIMITS.max_metadata_bytes)
-  end
-  local node = json_read('INVALID_METADATA', 'metadata', text, 1)
-  if node.t ~= 'object' then
-    fail('INVALID_METADATA', 'metadata must be a JSON object, got ' .. show(text))
-  end
-  return json_fields(node)
+  return decode_object('INVALID_METADATA', 'metadata', text, LIMITS.max_metadata_bytes)
 end
 
-local function scalar_text(node)
-  if node.t == 'string' then
-    return 's' .. node.v
-  elseif node.t == 'true' or node.t == 'false' then
-    return 'b' .. node.t
-  elseif node.t == 'number' then
-    return 'n' .. string.format('%.17g', node.v)
+-- The filterable text of a member: type letter + value, for strings,
+-- numbers and booleans; nil for objects, arrays and null.
+local function scalar_text(text, field)
+  local b = field.b
+  if b == 34 then
+    return 's' .. json_field_string(text, field)
+  elseif b == 116 or b == 102 then -- true, false
+    return 'b' .. string.sub(text, field.s, field.e)
   end
-  return nil -- objects, arrays and null cannot be filtered on
+  local number = json_field_number(text, field)
+  return number and 'n' .. string.format('%.17g', number)
 end
 
-local function metadata_tokens(fields)
+local function metadata_tokens(text, fields)
   local tokens = {}
-  for name, node in pairs(fields) do
-    local text = scalar_text(node)
-    if text then
-      tokens[#tokens + 1] = redis.sha1hex(name .. '\0' .. text)
+  for name, field in pairs(fields) do
+    local scalar = scalar_text(text, field)
+    if scalar then
+      tokens[#tokens + 1] = redis.sha1hex(name .. '\0' .. scalar)
     end
   end
   table.sort(tokens)
@@ -118,9 +113,14 @@ local function count_dims(dims_key, moves)
 end
 
 -- The checked hash fields of a vector and its dimension; scope_tag is the
--- hex of '<scope>:<sid>'.
-local function vector_fields(blob, meta, scope_tag)
+-- hex of '<scope>:<sid>'. `tokens_of` (metadata text -> its tokens) is the
+-- call's: a batch's vectors often share their metadata, checked once.
+local function vector_fields(blob, meta, scope_tag, tokens_of)
   local dim = check_embedding(blob)
-  local tokens = metadata_tokens(check_metadata(meta))
+  local tokens = tokens_of[meta]
+  if not tokens then
+    tokens = metadata_tokens(meta, check_metadata(meta))
+    tokens_of[meta] = tokens
+  end
   return {'emb', blob, 'meta', meta, '_dim', int_string(dim), '_sc', scope_tag, '_meta', tokens}, dim
 end

@@ -18,23 +18,6 @@ local EVENT_FIELDS = {id = true, thread_id = true, user_id = true, type = true,
 local MEMORY_FIELDS = {id = true, user_id = true, scope = true, data = true, text = true,
                        tags = true, metadata = true, created_at = true, updated_at = true}
 
--- The top-level members (name -> span, recorded by json_error) of a JSON
--- object of at most `limit` bytes.
-local function decode_object(code, what, text, limit)
-  if #text > limit then
-    fail(code, what .. ' is ' .. #text .. ' bytes of JSON, the limit is ' .. limit)
-  end
-  local fields = {}
-  local why = json_error(text, fields) -- checks and records the members in one pass
-  if why then
-    fail(code, what .. ' is not strict JSON (' .. why .. '): ' .. show(text))
-  end
-  if string.byte(text, skip_space(text, 1)) ~= 123 then
-    fail(code, what .. ' must be a JSON object, got ' .. show(text))
-  end
-  return fields
-end
-
 local function check_fields(code, what, decoded, allowed)
   for name in pairs(decoded) do
     if not allowed[name] then
