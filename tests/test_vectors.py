@@ -536,3 +536,17 @@ async def test_explain_search_without_the_search_module(mem: redismem.Memory) ->
         assert plan.plan in ("knn", "hybrid brute force")
     else:
         assert (plan.plan, plan.index, plan.scope_vectors) == ("exact", None, 2)
+
+
+async def test_vector_revisions_go_on_after_expiry_and_delete(mem: redismem.Memory) -> None:
+    """A vector written with an expiry records its revision before it can
+    vanish, and a delete records the revision it issues: a re-created
+    vector never reuses a revision."""
+    scope = mem.session("s")
+    assert await scope.set_vector("v", [1.0, 0.0], ttl_seconds=0.05) == 1
+    await asyncio.sleep(0.15)
+    assert (await scope.get_vector("v")).found is False
+    assert await scope.set_vector("v", [0.0, 1.0]) == 2
+    assert await scope.set_vector("v", [1.0, 1.0]) == 3
+    assert await scope.delete_vector("v") is True
+    assert await scope.set_vector("v", [1.0, 0.5], expected_revision=0) == 5

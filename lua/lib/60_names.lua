@@ -2,10 +2,14 @@
   two-phase write of scope entries (values and vectors).
   rm:{ns}:keys:<kind>:<scope>:<sid>  zset, score 0, ordered by name
   rm:{ns}:exp:<kind>:<scope>:<sid>   zset, score = expiry time in ms
-  rm:{ns}:rev:<kind>:<scope>:<sid>   hash, name -> last revision issued
-  The revision hash outlives deletes and expiry, so a re-created key goes on
-  from its last revision and a stale expected revision can never match it
-  again. A change takes one past both the last issued and the current
+  rm:{ns}:rev:<kind>:<scope>:<sid>   hash, name -> last revision issued,
+                                     for names whose entry is gone or may
+                                     expire (a live entry without expiry
+                                     holds its own revision)
+  A delete records the revision it issues, and a write of an entry with an
+  expiry records its revision, so the revision hash outlives deletes and
+  expiry: a re-created key goes on from its last revision and a stale
+  expected revision can never match it again. A change takes one past both the last issued and the current
   revision; past max_revision it is refused (REVISION_LIMIT), so revisions
   always increase. Expired names are hidden by readers and dropped, a
   bounded number at a time, by writers. Invariant: a name is in the expiry
@@ -125,7 +129,8 @@ end
 
 -- Write one entry: `fields` plus rev/ts/by, its expiry by w.ttl ('' none,
 -- 'KEEPTTL' the entry's own, else ms from now; a new entry has none to
--- keep); its revision and listing are queued for finish_entries.
+-- keep); its listing (and, when it may expire, its revision) are queued
+-- for finish_entries.
 local function store_entry(w, item_key, name, existed, revision, fields)
   fields[#fields + 1] = 'rev'
   fields[#fields + 1] = int_string(revision)
@@ -139,8 +144,6 @@ local function store_entry(w, item_key, name, existed, revision, fields)
     pending = {revisions = {}, unexpired = {}, listed = {}}
     w.pending = pending
   end
-  pending.revisions[#pending.revisions + 1] = name
-  pending.revisions[#pending.revisions + 1] = int_string(revision)
   pending.listed[#pending.listed + 1] = 0
   pending.listed[#pending.listed + 1] = name
   local ttl = tonumber(w.ttl)
@@ -153,7 +156,11 @@ local function store_entry(w, item_key, name, existed, revision, fields)
       redis.call('PERSIST', item_key)
     end
     pending.unexpired[#pending.unexpired + 1] = name -- also drops a stale entry of an expired name
+    return -- the entry holds its revision until a delete records it
   end
+  -- an entry that may expire takes its revision with it: record it now
+  pending.revisions[#pending.revisions + 1] = name
+  pending.revisions[#pending.revisions + 1] = int_string(revision)
 end
 
 -- After the last store_entry of a call: the revisions, expiry removals and
