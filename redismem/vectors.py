@@ -455,25 +455,28 @@ async def search_index(client: Redis, ns: str, scope: str, sid: str, query: byte
 
 
 async def profiled(client: Redis, command: Sequence[Any]) -> tuple[int | None, int | None]:
-    """Run a :func:`knn_command` under FT.PROFILE: how many documents matched
-    its filters and how many of them the vector search read; (0, 0) when no
-    document matches them, (None, None) when the query has no filter or the
+    """Run a :func:`knn_command` under FT.PROFILE: how many documents match
+    its filters (counted by a second query) and how many of them the vector
+    search read; (None, None) when the query has no filter or the
     credential may not profile."""
+    index, text = command[1], str(command[2])
+    filters = text.split("=>[", 1)[0]
+    if filters == "(*)":
+        return None, None
     try:
         reply = await client.execute_command(  # type: ignore[no-untyped-call]
-            "FT.PROFILE", command[1], "SEARCH", "QUERY", *command[2:])
+            "FT.PROFILE", index, "SEARCH", "QUERY", *command[2:])
     except NoPermissionError:
         return None, None
+    counted = await client.execute_command(  # type: ignore[no-untyped-call]
+        "FT.SEARCH", index, filters, "LIMIT", 0, 0, "DIALECT", 2)
+    matched = int(counted[b"total_results"] if isinstance(counted, dict) else counted[0])
     profile = _as_dict(reply[1] if isinstance(reply, list) else reply[b"profile"])
     iterators = profile.get(b"Iterators profile") or []
     first = _as_dict(iterators[0] if isinstance(iterators, list) and iterators
                      and not isinstance(iterators[0], bytes) else iterators)
-    if first.get(b"Type") == b"EMPTY":  # the filters match nothing: no search at all
-        return 0, 0
     child = _as_dict(first.get(b"Child iterator") or {})
-    if b"Size" not in child:
-        return None, None
-    return int(child[b"Size"]), int(child[b"Counter"])
+    return matched, int(child.get(b"Counter", 0))
 
 
 def _as_dict(part: Any) -> dict[bytes, Any]:

@@ -3,7 +3,7 @@
     python scripts/bench.py kv [--n 10000] [--url URL] [--json]
     python scripts/bench.py feed [--n 2000] [--url URL] [--json]
     python scripts/bench.py vectors [--n 100000] [--index hnsw|flat] [--data structured|random]
-                                    [--layout ab] [--url URL] [--json]
+                                    [--layout ab|a|b|plans] [--url URL] [--json]
     python scripts/bench.py store [--n 10000] [--url URL] [--json]
     python scripts/bench.py transfer [--n 50000] [--url URL] [--json]
     python scripts/bench.py stall [--n 200000] [--url URL] [--json]
@@ -741,7 +741,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", choices=["structured", "random"], default="structured",
                         help="vectors: embeddings of low intrinsic dimension, or uniform random")
     parser.add_argument("--layout", default="ab",
-                        help="vectors: a (one scope of all), b (100 scopes), or ab")
+                        help="vectors: a (one scope of all), b (100 scopes), ab, or plans "
+                             "(the plan by a scope's share of the index)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     n = args.n or {"kv": 10_000, "feed": 2000, "vectors": 100_000, "store": 10_000,

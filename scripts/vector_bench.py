@@ -304,12 +304,63 @@ async def random_worst_case(url: str, data: np.ndarray, queries: np.ndarray,
     return rows
 
 
+PLAN_SCOPES = (100, 1_000, 10_000, 30_000)
+
+
+async def plans(url: str, data: np.ndarray, queries: np.ndarray,
+                index: str) -> list[dict[str, Any]]:
+    """The plan RediSearch gives a scope search by the scope's share of the
+    index: scopes of PLAN_SCOPES vectors and one of the rest, in one index;
+    per scope the plan (explain_search), p50 and recall@10 of 100 queries,
+    without and with the 10% filter."""
+    n, dim = data.shape
+    side = RedismemSide(url, index)
+    await side.open(dim)
+    sizes = [size for i, size in enumerate(PLAN_SCOPES) if sum(PLAN_SCOPES[:i + 1]) < n]
+    bounds = np.cumsum((0, *sizes, n - sum(sizes)))
+    names = [f"s{size}" for size in sizes] + ["rest"]
+    rows = []
+    try:
+        for name, first, last in zip(names, bounds[:-1], bounds[1:], strict=True):
+            for start in range(first, last, BATCH):
+                await side.scope(name).set_vectors(
+                    [(f"v{i}", data[i], {"group": str(i % GROUPS)})
+                     for i in range(start, min(last, start + BATCH))], atomic=False)
+        groups = np.arange(n) % GROUPS
+        for name, first, last in zip(names, bounds[:-1], bounds[1:], strict=True):
+            scope = side.scope(name)
+            for filtered in (False, True):
+                latencies, hits = [], 0
+                for j, q in enumerate(queries[:100]):
+                    group = str(j % GROUPS) if filtered else None
+                    pool = np.arange(first, last)
+                    if filtered:
+                        pool = pool[groups[pool] == j % GROUPS]
+                    start = time.perf_counter()
+                    found = await scope.similarity_search(
+                        q, top_k=10, filter={"group": group} if group else None)
+                    latencies.append((time.perf_counter() - start) * 1000)
+                    hits += len(_exact(data, pool, q) & {int(m.key[1:]) for m in found})
+                plan = await scope.explain_search(
+                    queries[0], top_k=10, filter={"group": "0"} if filtered else None)
+                rows.append({"scope": int(last - first), "filter": filtered, "plan": plan.plan,
+                             "matched": plan.filter_matches, "visited": plan.visited,
+                             "p50_ms": statistics.median(latencies),
+                             "recall": hits / (10 * len(latencies))})
+    finally:
+        await side.close()
+    return rows
+
+
 async def bench(url: str, n: int, index: str, data_kind: str, layouts: str,
                 dim: int = 384) -> dict[str, Any]:
     data = make_data(n, dim, data_kind)
     queries = make_data(QUERIES, dim, data_kind, seed=4242)
     result: dict[str, Any] = {"n": n, "dim": dim, "index": index, "data": data_kind,
                               "rows": [], "plans": {}}
+    if layouts == "plans":
+        result["by_size"] = await plans(url, data, queries, index)
+        return result
     if data_kind == "random":
         result["worst_case"] = await random_worst_case(url, data, queries, index)
         return result
@@ -323,6 +374,15 @@ async def bench(url: str, n: int, index: str, data_kind: str, layouts: str,
 def render(result: dict[str, Any]) -> str:
     title = (f"{result['n']:,} x {result['dim']}-d {result['data']} vectors, "
              f"{result['index'].upper()} (M 16, EF_CONSTRUCTION 200, EF_RUNTIME {EF_RUNTIME})")
+    if "by_size" in result:
+        lines = [title + ", scopes of several sizes in one index, redismem alone", "",
+                 "| scope's vectors | filter | plan | filter matches | read | p50 | recall@10 |",
+                 "|---:|---|---|---:|---:|---:|---:|"]
+        lines += [f"| {row['scope']:,} | {'10%' if row['filter'] else 'none'} | {row['plan']} | "
+                  f"{row['matched'] if row['matched'] is not None else ''} | "
+                  f"{row['visited'] if row['visited'] is not None else ''} | "
+                  f"{row['p50_ms']:.2f} ms | {row['recall']:.3f} |" for row in result["by_size"]]
+        return "\n".join(lines)
     if "worst_case" in result:
         lines = [title + ", one scope, redismem alone", "",
                  "| ef_runtime | recall@10 | search p50 |", "|---:|---:|---:|"]

@@ -496,11 +496,13 @@ async def test_explain_search_reports_the_plan(redis_url: str, ns: str) -> None:
         filtered = await big.explain_search([1.0, 2.0, 1.0], filter={"g": 1}, ef_runtime=300)
         assert (filtered.plan, filtered.filter_matches, filtered.ef_runtime) == (
             "knn", 15, 300)
-        await small.set_vectors([(f"s{i}", [0.0, 1.0, i]) for i in range(5)])
+        await small.set_vectors([(f"s{i}", [0.0, 1.0, i], {"g": i % 2}) for i in range(5)])
         plan = await small.explain_search([0.0, 1.0, 1.0])
         assert (plan.plan, plan.scope_vectors, plan.index_vectors) == (
             "hybrid brute force", 5, 65)
         assert (plan.filter_matches, plan.visited) == (5, 5)
+        both = await small.explain_search([0.0, 1.0, 1.0], filter={"g": 1})  # scope and filter
+        assert (both.plan, both.filter_matches, both.visited) == ("hybrid brute force", 2, 2)
         assert plan.index == K.vector_index(ns, 3)
         plan = await big.explain_search([1.0, 2.0, 1.0])  # no longer the whole index
         assert plan.plan.startswith("hybrid") and plan.filter_matches == 60
