@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 INDEX_DOCS_TTL = 1.0
 """Seconds an index's document count is trusted."""
@@ -43,9 +45,9 @@ class SearchPlans:
     def unscoped(self, index: str, tag: str) -> bool:
         return self.whole.get((index, tag), False)
 
-    def read(self, index: str, docs: int) -> None:
-        """Remember the index's document count (FT.INFO's num_docs)."""
-        self.docs[index] = (docs, time.monotonic())
+    def read(self, index: str, info: Mapping[str, Any]) -> None:
+        """Remember the index's document count from its FT.INFO fields."""
+        self.docs[index] = (int(info["num_docs"]), time.monotonic())
 
     def learn(self, index: str, tag: str, count: int, foreign: bool) -> None:
         """After a search: ``count`` vectors in the scope, and whether an

@@ -536,7 +536,7 @@ class MemoryScope:
         ns, scope, sid = self._scope_args()
         conn, spec, tag = self._conn, V.scope_index(ns, dim), V.scope_tag(scope, sid)
         algorithm = await V.cached_index(conn, spec)
-        conn.plans.read(spec.name, int((await V.index_info(conn.client, spec.name))["num_docs"]))
+        conn.plans.read(spec.name, await V.index_info(conn.client, spec.name))
         conn.plans.learn(spec.name, tag, count, foreign=False)
         unscoped = conn.plans.unscoped(spec.name, tag)
         ef = self._ef(wanted_ef) if algorithm == "HNSW" else None
@@ -607,10 +607,10 @@ class MemoryScope:
             if isinstance(stored, Exception):
                 raise stored
             if read_docs and not isinstance(replies[1], Exception):
-                conn.plans.read(spec.name, int(V.info_fields(replies[1])["num_docs"]))
+                conn.plans.read(spec.name, V.info_fields(replies[1]))
                 read_docs = False
         else:
-            stored = await client.hgetall(K.vector_dims(ns, scope, sid))
+            stored = await self._dims()
         count = self._vector_count(dim, stored)
         if not count:
             return []
@@ -621,8 +621,7 @@ class MemoryScope:
 
             async def run(algorithm: str) -> Any:
                 if read_docs:
-                    info = await V.index_info(client, spec.name)
-                    conn.plans.read(spec.name, int(info["num_docs"]))
+                    conn.plans.read(spec.name, await V.index_info(client, spec.name))
                 return await client.execute_command(  # type: ignore[no-untyped-call]
                     *command(algorithm, not unscoped))
             reply = await V.searched(conn, spec, run)

@@ -481,9 +481,7 @@ async def profiled(client: Redis, command: Sequence[Any]) -> tuple[int | None, i
 
 def _as_dict(part: Any) -> dict[bytes, Any]:
     """A RESP3 map as it is, a RESP2 flat list of pairs as a dict."""
-    if isinstance(part, dict):
-        return part
-    return {k: v for k, v in zip(part[::2], part[1::2], strict=False) if isinstance(k, bytes)}
+    return dict(_attribute_pairs(part))
 
 
 def search_rows(reply: Any) -> list[tuple[bytes, dict[bytes, bytes]]]:

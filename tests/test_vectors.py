@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import struct
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 
 import numpy as np
 import pytest
+from redis.asyncio import Redis
 
 import redismem
 from redismem import keys as K
@@ -365,20 +367,15 @@ async def test_ef_runtime_is_set_for_one_search(redis_url: str, ns: str) -> None
     async with await redismem.connect(redis_url, namespace=ns) as mem:
         scope = mem.session("s")
         await scope.set_vectors([(f"v{i}", [1.0, i / 10]) for i in range(20)])
-        client = mem.client
-        await client.config_set("slowlog-log-slower-than", 0)
-        try:
-            await client.slowlog_reset()
-            wide = await scope.similarity_search([1.0, 0.5], top_k=3, ef_runtime=777)
-            plain = await scope.similarity_search([1.0, 0.5], top_k=3)
-            log = await client.slowlog_get(128)
-        finally:
-            await client.config_set("slowlog-log-slower-than", 10_000)
-    searches = [entry["command"].split() for entry in reversed(log)
-                if entry["command"].startswith(b"FT.SEARCH")]
+        found = []
+
+        async def search() -> None:
+            found.append(await scope.similarity_search([1.0, 0.5], top_k=3, ef_runtime=777))
+            found.append(await scope.similarity_search([1.0, 0.5], top_k=3))
+        searches = await _searches(mem.client, search)
     efs = [words[words.index(b"ef") + 1] for words in searches]
     assert efs == [b"777", b"200"]
-    assert wide == plain
+    assert found[0] == found[1]
 
 
 async def test_a_search_on_a_known_index_is_one_round_trip(
@@ -406,17 +403,23 @@ async def test_a_search_on_a_known_index_is_one_round_trip(
         assert await mem.session("empty").similarity_search([1.0, 0.0]) == []
 
 
-async def _queries(client: object, run: object) -> list[bytes]:
-    """The FT.SEARCH query texts the server saw while ``run()`` ran (SLOWLOG)."""
-    await client.config_set("slowlog-log-slower-than", 0)  # type: ignore[attr-defined]
+async def _searches(client: Redis, run: Callable[[], Awaitable[None]]) -> list[list[bytes]]:
+    """The FT.SEARCH commands (split into words) the server ran while
+    ``run()`` ran, in order (SLOWLOG)."""
+    await client.config_set("slowlog-log-slower-than", 0)
     try:
-        await client.slowlog_reset()  # type: ignore[attr-defined]
-        await run()  # type: ignore[operator]
-        log = await client.slowlog_get(1024)  # type: ignore[attr-defined]
+        await client.slowlog_reset()
+        await run()
+        log = await client.slowlog_get(1024)
     finally:
-        await client.config_set("slowlog-log-slower-than", 10_000)  # type: ignore[attr-defined]
-    return [entry["command"].split()[2] for entry in reversed(log)
+        await client.config_set("slowlog-log-slower-than", 10_000)
+    return [entry["command"].split() for entry in reversed(log)
             if entry["command"].startswith(b"FT.SEARCH")]
+
+
+async def _queries(client: Redis, run: Callable[[], Awaitable[None]]) -> list[bytes]:
+    """The query texts of :func:`_searches`."""
+    return [words[2] for words in await _searches(client, run)]
 
 
 def _exact_keys(rows: dict[str, list[float]], query: list[float], k: int) -> list[str]:

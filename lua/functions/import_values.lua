@@ -56,6 +56,7 @@ local function import_values(keys, args)
       import_entry(w, item.value_key, item.key, item, {'v', item.json})
     end
   end
+  finish_entries(w)
   return written
 end
 

@@ -64,6 +64,7 @@ local function import_vectors(keys, args)
       recount_dim(moves, item.old_dim, item.dim)
     end
   end
+  finish_entries(w)
   count_dims(dims_key, moves)
   return written
 end

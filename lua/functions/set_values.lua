@@ -35,11 +35,7 @@ local function set_values(keys, args)
     return text_ints(kept)
   end
 
-  local names = {}
-  for i = 1, count do
-    names[i] = args[4 + 3 * i]
-  end
-  prefetch_issued(w, names)
+  prefetch_issued(w, args, 7, 3, count)
   local items, seen = {}, {}
   for i = 1, count do
     local base = 4 + 3 * i

@@ -39,11 +39,7 @@ local function set_vectors(keys, args)
   local dims_key = expect_key(keys, 7, SCHEMA.dims(c))
   local scope_tag = to_hex(c.scope .. ':' .. c.sid)
 
-  local names = {}
-  for i = 1, count do
-    names[i] = args[3 + 4 * i]
-  end
-  prefetch_issued(w, names)
+  prefetch_issued(w, args, 7, 4, count)
   local items, seen, tokens_of = {}, {}, {}
   for i = 1, count do
     local base = 3 + 4 * i

@@ -54,14 +54,18 @@ local function scope_writer(keys, first, c, kind, principal, request)
   return w
 end
 
--- Read the last issued revisions of a batch's names in one HMGET (before
--- plan_revision; `names` may still be unchecked texts: this only reads).
-local function prefetch_issued(w, names)
+-- Read the last issued revisions of a batch's `count` names, ARGV[first],
+-- ARGV[first + step], ..., in one HMGET (before plan_revision; the names
+-- may still be unchecked texts: this only reads).
+local function prefetch_issued(w, args, first, step, count)
   w.issued = {}
-  for first = 1, #names, 1000 do
-    local chunk = {unpack(names, first, math.min(#names, first + 999))}
-    local found = redis.call('HMGET', w.revisions, unpack(chunk))
-    for i, name in ipairs(chunk) do
+  for from = 0, count - 1, 1000 do
+    local names = {}
+    for i = from, math.min(count, from + 1000) - 1 do
+      names[#names + 1] = args[first + step * i]
+    end
+    local found = redis.call('HMGET', w.revisions, unpack(names))
+    for i, name in ipairs(names) do
       w.issued[name] = tonumber(found[i]) or 0
     end
   end
@@ -111,10 +115,19 @@ local function start_writing(w)
   end
 end
 
--- Give an entry its expiry (absolute ms; nil = none) and list its name.
--- `existed`: the hash was there before this write (a new one has no expiry
--- to clear).
+-- The writes list_entry and store_entry queue for finish_entries.
+local function pending_writes(w)
+  if not w.pending then
+    w.pending = {revisions = {}, unexpired = {}, listed = {}}
+  end
+  return w.pending
+end
+
+-- Give an entry its expiry (absolute ms; nil = none) and queue its name's
+-- listing for finish_entries. `existed`: the hash was there before this
+-- write (a new one has no expiry to clear).
 local function list_entry(w, item_key, name, existed, expire_at)
+  local pending = pending_writes(w)
   if expire_at then
     redis.call('PEXPIREAT', item_key, int_string(expire_at))
     redis.call('ZADD', w.expiry, int_string(expire_at), name)
@@ -122,9 +135,10 @@ local function list_entry(w, item_key, name, existed, expire_at)
     if existed then
       redis.call('PERSIST', item_key)
     end
-    redis.call('ZREM', w.expiry, name) -- also drops a stale entry of an expired name
+    pending.unexpired[#pending.unexpired + 1] = name -- also drops a stale entry of an expired name
   end
-  redis.call('ZADD', w.names, 0, name)
+  pending.listed[#pending.listed + 1] = 0
+  pending.listed[#pending.listed + 1] = name
 end
 
 -- Write one entry: `fields` plus rev/ts/by, its expiry by w.ttl ('' none,
@@ -139,32 +153,26 @@ local function store_entry(w, item_key, name, existed, revision, fields)
   fields[#fields + 1] = 'by'
   fields[#fields + 1] = w.principal
   redis.call('HSET', item_key, unpack(fields))
-  local pending = w.pending
-  if not pending then
-    pending = {revisions = {}, unexpired = {}, listed = {}}
-    w.pending = pending
-  end
-  pending.listed[#pending.listed + 1] = 0
-  pending.listed[#pending.listed + 1] = name
-  local ttl = tonumber(w.ttl)
-  if ttl then
-    redis.call('PEXPIREAT', item_key, int_string(w.now + ttl))
-    redis.call('ZADD', w.expiry, int_string(w.now + ttl), name)
-  elseif w.ttl ~= 'KEEPTTL' or not existed then
-    -- no expiry (KEEPTTL keeps an existing entry's expiry and its zset entry)
-    if existed then
-      redis.call('PERSIST', item_key)
+  local pending = pending_writes(w)
+  if w.ttl == 'KEEPTTL' and existed then
+    -- the expiry and its zset entry stay as they are
+    pending.listed[#pending.listed + 1] = 0
+    pending.listed[#pending.listed + 1] = name
+  else
+    local ttl = tonumber(w.ttl)
+    list_entry(w, item_key, name, existed, ttl and w.now + ttl or nil)
+    if not ttl then
+      return -- the entry holds its revision until a delete records it
     end
-    pending.unexpired[#pending.unexpired + 1] = name -- also drops a stale entry of an expired name
-    return -- the entry holds its revision until a delete records it
   end
   -- an entry that may expire takes its revision with it: record it now
   pending.revisions[#pending.revisions + 1] = name
   pending.revisions[#pending.revisions + 1] = int_string(revision)
 end
 
--- After the last store_entry of a call: the revisions, expiry removals and
--- listings it queued, each as one command per 1000 names.
+-- After the last store_entry or list_entry of a call: the revisions,
+-- expiry removals and listings they queued, each as one command per 1000
+-- names.
 local function finish_entries(w)
   local pending = w.pending
   if not pending then
