@@ -29,6 +29,7 @@ from .errors import (
     RevisionLimitError,
     ServerNotFoundError,
     ServerStartError,
+    UnavailableError,
     ValueTooLargeError,
     ValueTypeError,
 )
@@ -101,6 +102,7 @@ __all__ = [
     "SearchPlan",
     "ServerNotFoundError",
     "ServerStartError",
+    "UnavailableError",
     "ValueTooLargeError",
     "ValueTypeError",
     "VectorMatch",

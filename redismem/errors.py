@@ -205,6 +205,28 @@ class NotReplicatedError(RedisMemError):
         self.confirmed = confirmed
 
 
+class UnavailableError(RedisMemError, ConnectionError):
+    """No node could run a call within its time bound: the server, or on a
+    cluster the owner of the call's slot, stayed unreachable (down, failing
+    over, or its slot moving) while the call was sent again with backoff.
+    Also a (builtin) ``ConnectionError``. A write's outcome is unknown: it
+    may have been applied before the connection was lost; sending it again
+    with the same arguments is safe (its request id is applied once).
+
+    Attributes:
+        node: ``host:port`` of the node last tried, or None.
+        slot: the hash slot of the call's keys on a cluster, or None.
+    """
+
+    code = "unavailable"
+
+    def __init__(self, message: str, *, node: str | None = None,
+                 slot: int | None = None) -> None:
+        super().__init__(message)
+        self.node = node
+        self.slot = slot
+
+
 class LibraryVersionError(RedisMemError):
     """The server holds a newer redismem Lua library than this package ships."""
 

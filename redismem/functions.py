@@ -39,9 +39,10 @@ from .errors import (
     PermissionDeniedError,
     RedisMemError,
     RequestTooLargeError,
+    UnavailableError,
     from_reply,
 )
-from .retries import LOST, persistently
+from .retries import CLUSTER_TIMEOUT, LOST, persistently
 
 T = TypeVar("T")
 
@@ -162,12 +163,26 @@ class ClusterNodeInfo:
         return f"{self.host}:{self.port}"
 
 
+async def on_any_node(client: Redis, *args: Any) -> Any:
+    """A keyless command's reply from the first node of ``client``'s cluster
+    that answers, the default node first: any node can tell the cluster's
+    state, and the default one may be a primary that just died."""
+    cluster = cast(RedisCluster, client)
+    default = cluster.get_default_node()
+    nodes = [default, *(n for n in cluster.get_nodes() if n is not default)]
+    for index, node in enumerate(nodes):
+        try:
+            return await node.execute_command(*args)
+        except LOST:
+            if index == len(nodes) - 1:
+                raise
+    raise AssertionError("a cluster client knows at least one node")
+
+
 async def cluster_nodes(client: Redis) -> list[ClusterNodeInfo]:
     """Every node of the cluster (``CLUSTER NODES``), primaries that own no
     slot yet included: redis-py itself knows only the slot owners."""
-    cluster = cast(RedisCluster, client)
-    raw = await cluster.execute_command("CLUSTER", "NODES",
-                                        target_nodes=cluster.get_default_node())
+    raw = await on_any_node(client, "CLUSTER", "NODES")
     text = raw.decode() if isinstance(raw, bytes) else str(raw)
     out = []
     for line in text.splitlines():
@@ -218,13 +233,19 @@ async def server_library(client: Redis) -> ServerLibrary | None:
     return ServerLibrary(version, digest)
 
 
-async def on_primaries(client: Redis, run: Callable[[Redis], Awaitable[T]]) -> dict[str, T]:
+async def on_primaries(client: Redis, run: Callable[[Redis], Awaitable[T]], *,
+                       reachable_only: bool = False) -> dict[str, T]:
     """``run(node)`` on a plain client to each healthy primary of a cluster,
-    slots or not: ``{"host:port": result}``."""
+    slots or not: ``{"host:port": result}``. With ``reachable_only``, a
+    primary that does not answer (dead, not yet marked failed) is left out."""
     results = {}
     for host, port in await cluster_primaries(client):
         async with node_client(client, host, port) as plain:
-            results[f"{host}:{port}"] = await run(plain)
+            try:
+                results[f"{host}:{port}"] = await run(plain)
+            except LOST:
+                if not reachable_only:
+                    raise
     return results
 
 
@@ -267,7 +288,10 @@ async def ensure_library(client: Redis, *, force: bool = False) -> LoadResult:
 async def ensure_library_on_nodes(client: Redis, *, force: bool = False
                                   ) -> dict[str, LoadResult]:
     """:func:`ensure_library` node by node: ``{"host:port": result}`` for
-    every primary of a cluster, ``{"": result}`` for a single server."""
+    every primary of a cluster that answers, ``{"": result}`` for a single
+    server. A primary that is down is left out: its replica holds the
+    library by replication, and a node that lacks it when a call reaches
+    it gets it then (:meth:`Functions._call`)."""
     if not is_cluster(client):
         return {"": await _ensure_on(client, force)}
 
@@ -280,8 +304,12 @@ async def ensure_library_on_nodes(client: Redis, *, force: bool = False
             # reaches it by replication
             return None
 
-    return {address: result for address, result in (await on_primaries(client, ensure)).items()
-            if result is not None}
+    results = {address: result for address, result
+               in (await on_primaries(client, ensure, reachable_only=True)).items()
+               if result is not None}
+    if not results:
+        raise UnavailableError("no primary of the cluster answered to load the library")
+    return results
 
 
 async def _ensure_on(client: Redis, force: bool) -> LoadResult:
@@ -315,6 +343,11 @@ async def _ensure_on(client: Redis, force: bool) -> LoadResult:
         # another process loaded it between our check and our load: check again
         return await _ensure_on(client, force)
     return LoadResult("loaded" if previous is None else "replaced", previous, source.version)
+
+
+def function_missing(exc: ResponseError) -> bool:
+    """Whether a reply says the node has no such function (no library)."""
+    return "Function not found" in str(exc)
 
 
 def _mapped_error(exc: ResponseError, key: str | None = None) -> RedisMemError | ResponseError:
@@ -398,15 +431,29 @@ class Functions:
 
     async def _call(self, name: str, keys: Sequence[str], args: Sequence[str | bytes | int],
                     *, read_only: bool = False, key: str | None = None) -> Any:
-        command = "FCALL_RO" if read_only else "FCALL"
         if not read_only:
             self._check_size(keys, args)
-            if self.replicas:
-                return await self._call_replicated(name, keys, args, key)
+        try:
+            return await self._send(name, keys, args, read_only, key)
+        except ResponseError as exc:
+            if not function_missing(exc):
+                raise
+        # a node without the library (a promoted replica that missed a load,
+        # a node added by a reshard): load it, then send the call once more
+        await ensure_library(self._client)
+        return await self._send(name, keys, args, read_only, key)
+
+    async def _send(self, name: str, keys: Sequence[str], args: Sequence[str | bytes | int],
+                    read_only: bool, key: str | None) -> Any:
+        """One call; ResponseError only for "function not found"."""
+        if not read_only and self.replicas:
+            return await self._call_replicated(name, keys, args, key)
         try:
             return await self._client.execute_command(  # type: ignore[no-untyped-call]
-                command, name, len(keys), *keys, *args)
+                "FCALL_RO" if read_only else "FCALL", name, len(keys), *keys, *args)
         except ResponseError as exc:
+            if function_missing(exc):
+                raise
             raise _mapped_error(exc, key) from None
 
     async def _call_replicated(self, name: str, keys: Sequence[str],
@@ -426,6 +473,8 @@ class Functions:
                 pipe.execute_command(*wait)
                 reply, confirmed = await pipe.execute(raise_on_error=False)
         if isinstance(reply, ResponseError):
+            if function_missing(reply):
+                raise reply
             raise _mapped_error(reply, key) from None
         if isinstance(reply, Exception):
             raise reply
@@ -458,7 +507,13 @@ class Functions:
             with contextlib.suppress(RedisError):
                 await cluster.nodes_manager.initialize()
 
-        return await persistently(attempt, between=reread_slots)
+        def what(exc: BaseException) -> tuple[str, str | None, int | None]:
+            slot = cluster.keyslot(key)
+            owner = cluster.nodes_manager.slots_cache.get(slot)
+            return f"FCALL {call[1]}", owner[0].name if owner else None, slot
+
+        return await persistently(attempt, between=reread_slots, what=what,
+                                  timeout=getattr(cluster, "cluster_timeout", CLUSTER_TIMEOUT))
 
     async def version(self) -> int:
         """``redismem_version``."""

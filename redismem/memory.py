@@ -35,9 +35,14 @@ from . import _validate as check
 from . import feed, limits, server
 from . import keys as K
 from ._connection import Connection
-from .errors import EvictionPolicyError, InvalidArgumentError, PermissionDeniedError
+from .errors import (
+    EvictionPolicyError,
+    InvalidArgumentError,
+    PermissionDeniedError,
+    UnavailableError,
+)
 from .functions import Functions, ensure_library
-from .retries import SOCKET_TIMEOUT, persistently, retry
+from .retries import CLUSTER_TIMEOUT, LOST, SOCKET_TIMEOUT, node_of, persistently, retry
 from .scope import MemoryScope
 from .types import Capabilities, ChangePage, MemoryChangeEvent, MemoryValue
 
@@ -391,7 +396,24 @@ class _FunctionKeys(AsyncCommandsParser):
     """Reads the keys of an ``FCALL``/``FCALL_RO`` from its arguments (the
     function name, the number of keys, the keys). redis-py asks the server
     instead (``COMMAND GETKEYS``, every argument sent again): a second round
-    trip before every library call."""
+    trip before every library call. Its command table is read from the
+    first node that answers: redis-py asks only the default node, which may
+    be a primary that just died."""
+
+    def __init__(self, cluster: RedisCluster) -> None:
+        super().__init__()
+        self._cluster = cluster
+
+    async def initialize(self, node: ClusterNode | None = None) -> None:
+        candidates = [node] if node is not None else []
+        candidates += [n for n in self._cluster.get_nodes() if n is not node]
+        for index, candidate in enumerate(candidates):
+            try:
+                await super().initialize(candidate)
+                return
+            except LOST:
+                if index == len(candidates) - 1:
+                    raise
 
     async def get_keys(self, *args: Any) -> tuple[str, ...] | None:
         if len(args) > 3 and str(args[0]).upper() in ("FCALL", "FCALL_RO"):
@@ -403,18 +425,33 @@ class _Cluster(RedisCluster):
     """redis-py's ``RedisCluster`` whose calls wait between attempts after a
     lost node: redis-py retries at once, with the slot map re-read, which
     is over in milliseconds while a failover takes seconds. Every call is
-    safe to send again (:mod:`.retries`)."""
+    safe to send again (:mod:`.retries`). A call that finds no live owner
+    of its slot within ``cluster_timeout`` seconds raises UnavailableError,
+    naming the node and the slot, instead of redis-py's error."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, cluster_timeout: float = CLUSTER_TIMEOUT,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.commands_parser = _FunctionKeys()
+        self.commands_parser = _FunctionKeys(self)
+        self.cluster_timeout = cluster_timeout
 
     async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
         send = super().execute_command
-        return await persistently(lambda: send(*args, **kwargs))
+        return await persistently(lambda: send(*args, **kwargs), timeout=self.cluster_timeout,
+                                  what=lambda exc: self._described(args, exc))
+
+    def _described(self, args: tuple[Any, ...], exc: BaseException
+                   ) -> tuple[str, str | None, int | None]:
+        """(the call's name, its node, its slot) for UnavailableError."""
+        if str(args[0]).upper() in ("FCALL", "FCALL_RO") and len(args) > 3 and int(args[2]):
+            slot = self.keyslot(args[3])
+            owner = self.nodes_manager.slots_cache.get(slot)
+            return (f"{args[0]} {args[1]}", node_of(exc) or (owner[0].name if owner else None),
+                    slot)
+        return str(args[0]), node_of(exc), None
 
 
-def _cluster_client(url: str, scheme: str) -> Redis:
+def _cluster_client(url: str, scheme: str, cluster_timeout: float) -> Redis:
     """redis-py's ``RedisCluster`` for ``redis+cluster://[auth@]host:port,host:port/...``
     (every listed node is a startup node; the client finds the others). Typed
     as ``Redis``: it answers the same commands, routed by key."""
@@ -436,33 +473,53 @@ def _cluster_client(url: str, scheme: str) -> Redis:
     if options.pop("connection_class", None) is not None:  # rediss: TLS
         options["ssl"] = True
     return cast(Redis, _Cluster(startup_nodes=nodes, max_connections=MAX_CONNECTIONS,
-                                policy_resolver=_IndexRouting(), **options))
+                                policy_resolver=_IndexRouting(),
+                                cluster_timeout=cluster_timeout, **options))
 
 
-async def open_client(url: str) -> Redis:
+async def open_client(url: str, *, cluster_timeout: float = CLUSTER_TIMEOUT) -> Redis:
     """A redis-py client for ``url`` that retries lost calls
     (:mod:`.retries`): ``memory://`` = in-process fakeredis;
     ``redis+cluster://`` (and a ``redis://`` or ``rediss://`` URL of a node
     whose ``INFO cluster`` says ``cluster_enabled:1``) = a Redis Cluster
-    client."""
+    client, whose calls wait up to ``cluster_timeout`` seconds for a live
+    owner of their slot.
+
+    Raises:
+        UnavailableError: no listed node answered.
+    """
     if url.startswith(MEMORY_URL):
         return _memory_client()
     scheme = url.split("://", 1)[0]
     if scheme in CLUSTER_SCHEMES:
-        return await _ready(_cluster_client(url, scheme))
+        return await _ready(_cluster_client(url, scheme, cluster_timeout))
     client = Redis.from_url(url, max_connections=MAX_CONNECTIONS, retry=retry(),
                             socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=SOCKET_TIMEOUT)
-    if scheme in ("redis", "rediss") and await _cluster_enabled(client):
+    try:
+        clustered = scheme in ("redis", "rediss") and await _cluster_enabled(client)
+    except LOST as exc:
+        await client.aclose()
+        where = urlsplit(url).netloc.rpartition("@")[2] or url.split("://", 1)[1]
+        raise UnavailableError(f"the server at {where} did not answer ({exc})",
+                               node=where) from exc
+    if clustered:
         await client.aclose()
         return await _ready(_cluster_client(f"{scheme}+cluster://{url.split('://', 1)[1]}",
-                                            f"{scheme}+cluster"))
+                                            f"{scheme}+cluster", cluster_timeout))
     return client
 
 
 async def _ready(cluster: Redis) -> Redis:
     """A cluster client that has read the slot map (so it knows each
-    namespace's node before its first call)."""
-    await persistently(cast(Any, cluster).initialize)
+    namespace's node before its first call); any listed node that answers
+    will do."""
+    client = cast(_Cluster, cluster)
+    try:
+        await persistently(client.initialize, timeout=client.cluster_timeout,
+                           what=lambda exc: ("reading the cluster's slot map", None, None))
+    except BaseException:
+        await client.aclose()
+        raise
     return cluster
 
 
@@ -535,7 +592,8 @@ def _allow_eviction(allow: bool | None) -> bool:
 
 async def connect(url: str | None = None, *, namespace: str = "default",
                   principal: str | None = None, allow_eviction: bool | None = None,
-                  durability: str = "primary", replica_timeout: float = 1.0) -> Memory:
+                  durability: str = "primary", replica_timeout: float = 1.0,
+                  cluster_timeout: float = CLUSTER_TIMEOUT) -> Memory:
     """Connect to redismem memory.
 
     Args:
@@ -557,6 +615,10 @@ async def connect(url: str | None = None, *, namespace: str = "default",
         replica_timeout: seconds a write waits for that confirmation; past
             it the call raises NotReplicatedError (the write did happen on
             the primary; ``.reply`` holds its result).
+        cluster_timeout: on a Redis Cluster, seconds a call keeps being sent
+            again (with backoff, following the new owner) while the owner of
+            its slot is down or failing over; past it UnavailableError. A
+            dead primary holds up only its own shard's namespaces.
 
     Raises:
         InvalidIdError: the namespace or principal is not a valid id.
@@ -564,6 +626,8 @@ async def connect(url: str | None = None, *, namespace: str = "default",
         EvictionPolicyError: the server may evict keys (see ``allow_eviction``).
         LibraryVersionError: the server holds a newer Lua library.
         ServerNotFoundError: no URL and no embedded server binary.
+        UnavailableError: no node answered (on a cluster: within
+            ``cluster_timeout``).
     """
     check.check_id("namespace", namespace)
     if durability not in ("primary", "replica"):
@@ -573,9 +637,13 @@ async def connect(url: str | None = None, *, namespace: str = "default",
             0.001 <= replica_timeout <= 3600):
         raise InvalidArgumentError(
             f"replica_timeout must be 0.001..3600 seconds, got {replica_timeout!r}")
+    if isinstance(cluster_timeout, bool) or not isinstance(cluster_timeout, int | float) or not (
+            0.1 <= cluster_timeout <= 3600):
+        raise InvalidArgumentError(
+            f"cluster_timeout must be 0.1..3600 seconds, got {cluster_timeout!r}")
     who = check.check_id("principal", principal if principal is not None else default_principal())
     resolved = await resolve_url(url)
-    client = await open_client(resolved)
+    client = await open_client(resolved, cluster_timeout=float(cluster_timeout))
     try:
         backend = "memory" if resolved.startswith(MEMORY_URL) else "redis"
         if backend == "redis" and not _allow_eviction(allow_eviction):

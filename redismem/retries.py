@@ -8,21 +8,30 @@ vector write carries a request id that the library applies once
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from redis.asyncio.retry import Retry
 from redis.backoff import EqualJitterBackoff
-from redis.exceptions import ClusterDownError, ClusterError, SlotNotCoveredError, TryAgainError
+from redis.exceptions import (
+    ClusterDownError,
+    ClusterError,
+    RedisClusterUnreachableError,
+    SlotNotCoveredError,
+    TryAgainError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from .errors import UnavailableError
 
 T = TypeVar("T")
 
 RETRIES = 10
-"""How often a call is sent again, waiting 50 ms, 100 ms, ... up to 2 s in
-between (each wait between half and all of that): 5.6 to 11.2 s of
-waiting in all, enough for a restart or a cluster failover."""
+"""How often a call to a single server is sent again, waiting 50 ms,
+100 ms, ... up to 2 s in between (each wait between half and all of
+that): 5.6 to 11.2 s of waiting in all, enough for a restart."""
 SOCKET_TIMEOUT = 5.0
 """Seconds to wait for a reply (or a connection) before the attempt counts
 as lost; ``?socket_timeout=`` in the URL overrides it. All attempts of one
@@ -40,10 +49,11 @@ def retry() -> Retry:
 
 
 LOST = (RedisConnectionError, RedisTimeoutError, ClusterDownError, SlotNotCoveredError,
-        TryAgainError)
+        TryAgainError, RedisClusterUnreachableError)
 """What ends an attempt without an answer: a lost connection or timeout, a
-cluster whose slot owner is failing over, or a slot being moved to another
-node (TRYAGAIN: some of a call's keys have moved, some not yet)."""
+cluster whose slot owner is failing over, a slot being moved to another
+node (TRYAGAIN: some of a call's keys have moved, some not yet), or no
+node of the cluster answering its slot map query."""
 
 
 def unsettled(exc: BaseException) -> bool:
@@ -53,29 +63,72 @@ def unsettled(exc: BaseException) -> bool:
     return isinstance(exc, ClusterError) and "TTL exhausted" in str(exc)
 
 
+CLUSTER_TIMEOUT = 15.0
+"""Seconds a cluster call keeps being sent again while its slot's owner is
+unreachable or failing over: ``cluster-node-timeout`` (15 s by default)
+plus an election is usually over well within twice that; the cluster the
+tests start fails over in about 3 s."""
+
+
 async def persistently(attempt: Callable[[], Awaitable[T]], *,
-                       between: Callable[[], Awaitable[None]] | None = None) -> T:
+                       between: Callable[[], Awaitable[None]] | None = None,
+                       timeout: float = CLUSTER_TIMEOUT,
+                       what: Callable[[BaseException], tuple[str, str | None, int | None]]
+                       | None = None) -> T:
     """``attempt()``, made again after a :data:`LOST` error (or a write on a
-    connection another task closed, :func:`closed_writer`), up to
-    :data:`RETRIES` times with :func:`backoff` waits; ``between`` runs after
-    each wait, before the next attempt. The last error is raised."""
+    connection another task closed, :func:`closed_writer`) with
+    :func:`backoff` waits until ``timeout`` seconds have passed; ``between``
+    runs after each wait, before the next attempt.
+
+    Raises:
+        UnavailableError: no attempt got an answer within ``timeout``;
+            ``what(last_error)`` gives (the call's name, the node, the slot)
+            for its message. The last redis-py error is its ``__cause__``.
+    """
     waits = backoff()
-    for tries in range(RETRIES + 1):
+    deadline = time.monotonic() + timeout
+    tries = 0
+    while True:
         try:
             return await attempt()
-        except LOST:
-            if tries == RETRIES:
-                raise
+        except LOST as exc:
+            last: BaseException = exc
         except ClusterError as exc:
-            if tries == RETRIES or not unsettled(exc):
+            if not unsettled(exc):
                 raise
+            last = exc
         except (AttributeError, TypeError) as exc:
-            if tries == RETRIES or not closed_writer(exc):
+            if not closed_writer(exc):
                 raise
-        await asyncio.sleep(waits.compute(tries + 1))
+            last = exc
+        tries += 1
+        pause = waits.compute(tries)
+        if time.monotonic() + pause > deadline:
+            raise unavailable(last, timeout, what) from last
+        await asyncio.sleep(pause)
         if between is not None:
             await between()
-    raise AssertionError("unreachable")
+
+
+def unavailable(last: BaseException, timeout: float,
+                what: Callable[[BaseException], tuple[str, str | None, int | None]] | None = None
+                ) -> UnavailableError:
+    """The UnavailableError for a call that got no answer within ``timeout`` s."""
+    name, node, slot = what(last) if what is not None else ("the call", None, None)
+    node = node or node_of(last)
+    where = "".join((f" from {node}" if node else "",
+                     f" (owner of slot {slot})" if slot is not None else ""))
+    return UnavailableError(
+        f"{name} got no answer{where} within {timeout:g} s "
+        f"({type(last).__name__}: {last}); a write's outcome is unknown, and sending it "
+        "again is safe", node=node, slot=slot)
+
+
+def node_of(exc: BaseException) -> str | None:
+    """``host:port`` of the node redis-py says an error came from, if it says."""
+    node = getattr(exc, "connection", None)
+    name = getattr(node, "name", None)
+    return name if isinstance(name, str) else None
 
 
 _WRITER_FILES = ("redis/asyncio/connection.py", "asyncio/streams.py",

@@ -72,7 +72,7 @@ class LocalCluster:
             return False
 
     @staticmethod
-    def _wait(ready: object, what: str, timeout: float = 30.0) -> None:
+    def _wait(ready: object, what: str, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
         while not ready():  # type: ignore[operator]
             if time.monotonic() > deadline:
@@ -114,6 +114,66 @@ class LocalCluster:
         self.procs[port] = subprocess.Popen(self._args[port], stdout=subprocess.DEVNULL,
                                             stderr=subprocess.DEVNULL)
         self._wait(lambda: self._ping(port), f"node {port} to answer again")
+
+    def kill(self, port: int) -> None:
+        """SIGKILL one node and wait until it is gone."""
+        self.procs[port].kill()
+        self.procs[port].wait()
+
+    def owner_of_slot(self, slot: int) -> int | None:
+        """The port of the primary that the live nodes say owns ``slot``."""
+        for port in self.ports:
+            if self.procs[port].poll() is not None:
+                continue
+            try:
+                with self.client(port) as client:
+                    for low, high, primary, *_ in client.execute_command("CLUSTER", "SLOTS"):
+                        if low <= slot <= high:
+                            return int(primary[1])
+            except redis.RedisError:
+                continue
+        return None
+
+    def wait_failover(self, port: int, slot: int, timeout: float = 60.0) -> int:
+        """Wait until a live node other than ``port`` owns ``slot`` and says
+        it is a primary; returns its port."""
+        found: list[int] = []
+
+        def promoted() -> bool:
+            owner = self.owner_of_slot(slot)
+            if owner is None or owner == port:
+                return False
+            with self.client(owner) as client:
+                if client.info("replication").get("role") != "master":
+                    return False
+            found.append(owner)
+            return True
+
+        self._wait(promoted, f"a replica of {port} to take over slot {slot}", timeout)
+        return found[-1]
+
+    def wait_healthy(self, timeout: float = 60.0) -> None:
+        """Start any killed node again and wait until every node answers,
+        the cluster is ok everywhere and every replica is in sync."""
+        for port, proc in self.procs.items():
+            if proc.poll() is not None:
+                self.restart_node(port)
+
+        def healthy() -> bool:
+            try:
+                for port in self.ports:
+                    with self.client(port) as client:
+                        if b"cluster_state:ok" not in client.execute_command("CLUSTER", "INFO"):
+                            return False
+                        info = client.info("replication")
+                        if info.get("role") == "slave" and info.get(
+                                "master_link_status") != "up":
+                            return False
+            except redis.RedisError:
+                return False
+            return True
+
+        self._wait(healthy, "the cluster to be healthy", timeout)
 
     def node_id(self, port: int) -> str:
         with self.client(port) as client:

@@ -5,8 +5,8 @@ every call routed to the owner of its namespace's slot."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +30,24 @@ pytestmark = pytest.mark.cluster
 @pytest.fixture
 def cluster(redis_cluster: LocalCluster) -> LocalCluster:
     return redis_cluster
+
+
+@pytest.fixture(scope="module")
+def _failover_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    local = LocalCluster(tmp_path_factory.mktemp("failover")).start()
+    try:
+        yield local
+    finally:
+        local.stop()
+
+
+@pytest.fixture
+def failover_cluster(_failover_cluster: LocalCluster) -> LocalCluster:
+    """A cluster of this module's own for the tests that kill its nodes:
+    each test starts on a healthy cluster (any node a test before it
+    killed is back, as a replica, and in sync)."""
+    _failover_cluster.wait_healthy()
+    return _failover_cluster
 
 
 def owner(cluster: LocalCluster, ns: str) -> int:
@@ -165,48 +183,47 @@ async def test_a_library_call_is_one_round_trip(cluster: LocalCluster) -> None:
         assert getkeys() == before
 
 
-async def test_writers_carry_on_through_a_failover(tmp_path: Path) -> None:
+async def test_writers_carry_on_through_a_failover(failover_cluster: LocalCluster) -> None:
     """SIGKILL the primary of a busy namespace: its replica is promoted, and
     four writers and a watcher carry on without an error (each call waits
     and tries again while the cluster fails over). Without
     durability="replica" writes acknowledged just before the kill may be
     lost (replication is asynchronous), so only the new primary's own
     consistency is checked: a gap-free feed and revisions that match it."""
-    local = LocalCluster(tmp_path / "cluster").start()
-    try:
-        ns = "busy"
-        primary = owner(local, ns)
-        async with await redismem.connect(local.url, namespace=ns) as mem:
-            scope = mem.session("s")
-            killed = asyncio.Event()
+    local = failover_cluster
+    ns = "busy"
+    primary = owner(local, ns)
+    async with await redismem.connect(local.url, namespace=ns) as mem:
+        scope = mem.session("s")
+        killed = asyncio.Event()
+        started = [asyncio.Event() for _ in range(4)]
 
-            async def writer(name: str) -> int:
-                done = after_kill = 0
-                while after_kill < 40:  # 40 increments once the primary is gone
-                    await scope.incr(name)
-                    done += 1
-                    after_kill += killed.is_set()
-                return done
+        async def writer(i: int) -> int:
+            done = after_kill = 0
+            while after_kill < 40:  # 40 increments once the primary is gone
+                await scope.incr(f"n{i}")
+                started[i].set()
+                done += 1
+                after_kill += killed.is_set()
+            return done
 
-            tasks = [asyncio.create_task(writer(f"n{i}")) for i in range(4)]
-            await asyncio.sleep(0.3)
-            local.procs[primary].kill()
-            killed.set()
-            counts = await asyncio.gather(*tasks)
-            assert owner(local, ns) != primary
-            events: list[redismem.MemoryChangeEvent] = []
-            while page := (await mem.changes(after=events[-1].sequence if events else 0,
-                                             limit=1000)).items:
-                events += page
-            seqs = [e.sequence for e in events]
-            assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
-            for i, count in enumerate(counts):
-                got = await scope.get(f"n{i}")
-                assert 0 < got.value <= count and got.revision == got.value
-                revs = [e.revision for e in events if e.key == f"n{i}"]
-                assert revs == sorted(set(revs)) and revs[-1] == got.revision
-    finally:
-        local.stop()
+        tasks = [asyncio.create_task(writer(i)) for i in range(4)]
+        await asyncio.wait_for(asyncio.gather(*(e.wait() for e in started)), 60)
+        local.kill(primary)
+        killed.set()
+        counts = await asyncio.gather(*tasks)
+        assert owner(local, ns) != primary
+        events: list[redismem.MemoryChangeEvent] = []
+        while page := (await mem.changes(after=events[-1].sequence if events else 0,
+                                         limit=1000)).items:
+            events += page
+        seqs = [e.sequence for e in events]
+        assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+        for i, count in enumerate(counts):
+            got = await scope.get(f"n{i}")
+            assert 0 < got.value <= count and got.revision == got.value
+            revs = [e.revision for e in events if e.key == f"n{i}"]
+            assert revs == sorted(set(revs)) and revs[-1] == got.revision
 
 
 async def test_a_new_primary_gets_the_library_before_it_has_a_slot(tmp_path: Path) -> None:
@@ -300,48 +317,48 @@ async def test_durability_replica_confirms_every_write_kind(cluster: LocalCluste
 
 
 async def test_with_durability_replica_no_acknowledged_write_is_lost_in_a_failover(
-        tmp_path: Path) -> None:
+        failover_cluster: LocalCluster) -> None:
     """Four writers increment their own counter with durability="replica";
     the primary is killed mid-way, its replica takes over, and the killed
     node comes back as the new primary's replica. Every increment is there
     at the end exactly once. While the new primary has no replica, writes
     are applied but not confirmed: NotReplicatedError says so (and carries
-    the reply), and the writer counts them as applied."""
-    local = LocalCluster(tmp_path / "cluster").start()
-    try:
-        ns = "safe"
-        primary = owner(local, ns)
-        async with await redismem.connect(local.url, namespace=ns, durability="replica",
-                                          replica_timeout=0.5) as mem:
-            scope = mem.session("s")
-            killed, back = asyncio.Event(), asyncio.Event()
-            unconfirmed = [0]
+    the reply), and the writer counts them as applied (the node they were
+    applied on is the one that stays primary: the old one is started
+    again only once the failover is over)."""
+    local = failover_cluster
+    ns = "safe"
+    primary = owner(local, ns)
+    async with await redismem.connect(local.url, namespace=ns, durability="replica",
+                                      replica_timeout=0.5) as mem:
+        scope = mem.session("s")
+        back = asyncio.Event()
+        started = [asyncio.Event() for _ in range(4)]
+        unconfirmed = [0]
 
-            async def writer(name: str) -> int:
-                done = 0
-                while done < 40 or not back.is_set():
-                    try:
-                        got = await scope.incr(name)
-                    except redismem.NotReplicatedError as exc:
-                        unconfirmed[0] += 1
-                        got = redismem.MemoryValue(int(exc.reply[1]), exc.reply[0], True)
-                    done += 1
-                    assert got.value == done  # one writer per counter, each call once
-                return done
+        async def writer(i: int) -> int:
+            done = 0
+            while done < 40 or not back.is_set():
+                try:
+                    got = await scope.incr(f"n{i}")
+                except redismem.NotReplicatedError as exc:
+                    unconfirmed[0] += 1
+                    got = redismem.MemoryValue(int(exc.reply[1]), exc.reply[0], True)
+                done += 1
+                started[i].set()
+                assert got.value == done  # one writer per counter, each call once
+            return done
 
-            tasks = [asyncio.create_task(writer(f"n{i}")) for i in range(4)]
-            await asyncio.sleep(0.3)
-            local.procs[primary].kill()
-            killed.set()
-            await asyncio.sleep(4)
-            await asyncio.to_thread(local.restart_node, primary)
-            back.set()
-            counts = await asyncio.gather(*tasks)
-            assert owner(local, ns) != primary
-            for i, count in enumerate(counts):
-                assert await scope.get(f"n{i}") == redismem.MemoryValue(count, count, True)
-    finally:
-        local.stop()
+        tasks = [asyncio.create_task(writer(i)) for i in range(4)]
+        await asyncio.wait_for(asyncio.gather(*(e.wait() for e in started)), 60)
+        local.kill(primary)
+        await asyncio.to_thread(local.wait_failover, primary, key_slot(K.feed(ns).encode()))
+        await asyncio.to_thread(local.wait_healthy)
+        back.set()
+        counts = await asyncio.gather(*tasks)
+        assert owner(local, ns) != primary
+        for i, count in enumerate(counts):
+            assert await scope.get(f"n{i}") == redismem.MemoryValue(count, count, True)
 
 
 async def test_users_are_made_removed_and_rotated_on_every_node(cluster: LocalCluster) -> None:
@@ -543,63 +560,200 @@ asyncio.run(main(*sys.argv[1:]))
 """
 
 
-async def test_a_failover_under_cas_writer_processes_and_a_watcher(tmp_path: Path) -> None:
+class Lines:
+    """The stdout lines of a child process, read as they come."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.lines: list[str] = []
+        self._grew = asyncio.Condition()
+        self._reader = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        assert self.process.stdout is not None
+        async for raw in self.process.stdout:
+            async with self._grew:
+                self.lines.append(raw.decode().rstrip("\n"))
+                self._grew.notify_all()
+        async with self._grew:
+            self._grew.notify_all()
+
+    async def wait_for(self, count: int, prefix: str = "ok", timeout: float = 60) -> None:
+        """Until ``count`` lines starting with ``prefix`` have come (or the process ended)."""
+        async def enough() -> None:
+            async with self._grew:
+                await self._grew.wait_for(lambda: self.process.returncode is not None
+                                          or self._reader.done()
+                                          or sum(line.startswith(prefix)
+                                                 for line in self.lines) >= count)
+        await asyncio.wait_for(enough(), timeout)
+        assert sum(line.startswith(prefix) for line in self.lines) >= count, self.lines
+
+    async def finish(self, timeout: float = 60) -> int:
+        await asyncio.wait_for(self._reader, timeout)
+        return await asyncio.wait_for(self.process.wait(), timeout)
+
+
+async def spawn(script: str, *args: str) -> Lines:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, *args, stdout=asyncio.subprocess.PIPE)
+    return Lines(process)
+
+
+async def test_a_failover_under_cas_writer_processes_and_a_watcher(
+        failover_cluster: LocalCluster, tmp_path: Path) -> None:
     """Four processes increment their counters by compare-and-set with
     durability="replica" while a watcher follows the feed; the primary is
-    killed, its replica promoted, the old primary brought back as a replica.
-    Every confirmed increment is there at the end, each writer's confirmed
-    values only go up, and the watcher saw the namespace's final feed:
-    gap-free, without repeats, revisions of each key going up."""
-    local = LocalCluster(tmp_path / "cluster").start()
-    try:
-        ns = "casfail"
-        primary = owner(local, ns)
-        stop = tmp_path / "stop"
-        async with await redismem.connect(local.url, namespace=ns) as mem:
-            await mem.session("s").set("start", 0)
-            start = int(await mem.client.get(K.sequence(ns)))
-            seen: list[redismem.MemoryChangeEvent] = []
-            stop_watch = asyncio.Event()
+    killed once each has confirmed an update, its replica promoted, the old
+    primary brought back as a replica. Every confirmed increment is there at
+    the end, each writer's confirmed values only go up, and the watcher saw
+    the namespace's final feed: gap-free, without repeats, revisions of each
+    key going up."""
+    local = failover_cluster
+    ns = "casfail"
+    primary = owner(local, ns)
+    stop = tmp_path / "stop"
+    async with await redismem.connect(local.url, namespace=ns) as mem:
+        await mem.session("s").set("start", 0)
+        start = int(await mem.client.get(K.sequence(ns)))
+        seen: list[redismem.MemoryChangeEvent] = []
+        stop_watch = asyncio.Event()
 
-            async def watcher() -> None:
-                async for event in mem.watch("n*", after=start, stop=stop_watch):
-                    seen.append(event)
+        async def watcher() -> None:
+            async for event in mem.watch("n*", after=start, stop=stop_watch):
+                seen.append(event)
 
-            watching = asyncio.create_task(watcher())
-            writers = [subprocess.Popen(
-                [sys.executable, "-c", CAS_WRITER, local.url, ns, f"n{i}", str(stop)],
-                stdout=subprocess.PIPE, text=True) for i in range(4)]
-            await asyncio.sleep(1.0)
-            local.procs[primary].kill()
-            await asyncio.sleep(4)
-            await asyncio.to_thread(local.restart_node, primary)
-            await asyncio.sleep(1.5)
-            stop.touch()
-            outputs = [(await asyncio.to_thread(w.communicate, timeout=60))[0] for w in writers]
-            assert [w.returncode for w in writers] == [0, 0, 0, 0]
-            assert owner(local, ns) != primary
-            events: list[redismem.MemoryChangeEvent] = []
-            while page := (await mem.changes(after=events[-1].sequence if events else start,
-                                             limit=1000)).items:
-                events += page
-            for _ in range(200):
-                if len(seen) >= len(events):
-                    break
-                await asyncio.sleep(0.05)
-            stop_watch.set()
-            await asyncio.wait_for(watching, 10)
+        watching = asyncio.create_task(watcher())
+        writers = [await spawn(CAS_WRITER, local.url, ns, f"n{i}", str(stop)) for i in range(4)]
+        for w in writers:  # each process has connected and confirmed an update
+            await w.wait_for(1)
+        local.kill(primary)
+        await asyncio.to_thread(local.wait_failover, primary, key_slot(K.feed(ns).encode()))
+        await asyncio.to_thread(local.wait_healthy)
+        for w in writers:  # and confirmed more on the healed cluster
+            await w.wait_for(len([x for x in w.lines if x.startswith("ok")]) + 5)
+        stop.touch()
+        assert [await w.finish() for w in writers] == [0, 0, 0, 0]
+        assert owner(local, ns) != primary
+        events: list[redismem.MemoryChangeEvent] = []
+        while page := (await mem.changes(after=events[-1].sequence if events else start,
+                                         limit=1000)).items:
+            events += page
+        for _ in range(200):
+            if len(seen) >= len(events):
+                break
+            await asyncio.sleep(0.05)
+        stop_watch.set()
+        await asyncio.wait_for(watching, 10)
 
-            assert [e.sequence for e in events] == list(range(start + 1, start + 1 + len(events)))
-            assert [(e.sequence, e.key, e.revision) for e in seen] == [
-                (e.sequence, e.key, e.revision) for e in events]
-            for i, output in enumerate(outputs):
-                confirmed = [int(line.split()[1]) for line in output.splitlines()
-                             if line.startswith("ok")]
-                assert len(confirmed) > 10
-                assert confirmed == sorted(set(confirmed))
-                final = await mem.session("s").get(f"n{i}")
-                assert final.value >= confirmed[-1]
-                revisions = [e.revision for e in events if e.key == f"n{i}"]
-                assert revisions == sorted(set(revisions)) and revisions[-1] == final.revision
-    finally:
-        local.stop()
+        assert [e.sequence for e in events] == list(range(start + 1, start + 1 + len(events)))
+        assert [(e.sequence, e.key, e.revision) for e in seen] == [
+            (e.sequence, e.key, e.revision) for e in events]
+        for i, w in enumerate(writers):
+            confirmed = [int(line.split()[1]) for line in w.lines if line.startswith("ok")]
+            assert len(confirmed) > 5
+            assert confirmed == sorted(set(confirmed))
+            final = await mem.session("s").get(f"n{i}")
+            assert final.value >= confirmed[-1]
+            revisions = [e.revision for e in events if e.key == f"n{i}"]
+            assert revisions == sorted(set(revisions)) and revisions[-1] == final.revision
+
+
+CONNECT_AND_WRITE = """
+import asyncio, sys, time
+import redismem
+
+async def main(url, ns, timeout):
+    print("ready", flush=True)
+    sys.stdin.readline()  # the test says when: at once after the kill
+    started = time.monotonic()
+    while True:
+        try:
+            async with await redismem.connect(url, namespace=ns,
+                                              cluster_timeout=float(timeout)) as mem:
+                await mem.session("s").set("k", "after the kill")
+            print("ok", round(time.monotonic() - started, 3), flush=True)
+            return
+        except redismem.RedisMemError as exc:
+            print("error", type(exc).__name__, exc, flush=True)
+
+asyncio.run(main(*sys.argv[1:]))
+"""
+
+
+async def test_connect_and_write_right_after_a_primary_dies(
+        failover_cluster: LocalCluster) -> None:
+    """SIGKILL a primary, then at once: (a) a new process connects for a
+    namespace on a live shard and writes, before the dead node's replica
+    has taken over; (b) another connects for the dead shard's namespace and
+    its write goes through once the replica is promoted, with nothing but
+    redismem errors before it (UnavailableError, its calls bounded by a
+    1 s cluster_timeout); (c) the old primary, started again, rejoins as a
+    replica of the new one and both writes are there, on it too."""
+    local = failover_cluster
+    dead_ns = "gone"
+    primary = owner(local, dead_ns)
+    slot = key_slot(K.feed(dead_ns).encode())
+    live_ns = next(f"live{i}" for i in range(100) if owner(local, f"live{i}") != primary)
+    processes = [await asyncio.create_subprocess_exec(
+        sys.executable, "-c", CONNECT_AND_WRITE, local.url, ns, timeout,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+        for ns, timeout in ((live_ns, "15"), (dead_ns, "1"))]
+    for process in processes:  # Python and redismem imported: only the call remains
+        assert process.stdout is not None
+        assert await asyncio.wait_for(process.stdout.readline(), 60) == b"ready\n"
+    local.kill(primary)
+    for process in processes:
+        assert process.stdin is not None
+        process.stdin.write(b"go\n")
+        await process.stdin.drain()
+    live, dead = processes
+    assert live.stdout is not None and dead.stdout is not None
+    line = (await asyncio.wait_for(live.stdout.readline(), 60)).decode()
+    # (a) done while the dead node still owns its slots: not held up by it
+    assert line.startswith("ok"), line
+    assert local.owner_of_slot(slot) == primary
+    out, _ = await asyncio.wait_for(dead.communicate(), 120)
+    lines = out.decode().splitlines()
+    assert await live.wait() == 0 and dead.returncode == 0, lines
+    # (b) only redismem's errors before the write went through
+    assert lines[-1].startswith("ok"), lines
+    assert all(line.startswith("error UnavailableError") for line in lines[:-1]), lines
+    new_primary = local.wait_failover(primary, slot)
+    # (c) the old primary is back as the new one's replica, with both writes
+    await asyncio.to_thread(local.wait_healthy)
+    with local.client(primary) as client:
+        info = client.info("replication")
+        assert info["role"] == "slave" and info["master_port"] == new_primary
+        client.execute_command("READONLY")
+        assert client.hget(K.value(dead_ns, "session", "s", "k"), "v") == b'"after the kill"'
+    async with await redismem.connect(local.url, namespace=live_ns) as mem:
+        assert (await mem.session("s").get("k")).value == "after the kill"
+
+
+async def test_a_call_past_cluster_timeout_raises_unavailable_naming_node_and_slot(
+        failover_cluster: LocalCluster) -> None:
+    """While a shard has no live primary, a call on its namespace waits
+    out cluster_timeout and raises UnavailableError naming the node and
+    the slot: never redis-py's ConnectionError, ClusterDownError or
+    TryAgainError. The same client writes once the replica is promoted."""
+    local = failover_cluster
+    ns = "waiting"
+    primary = owner(local, ns)
+    slot = key_slot(K.feed(ns).encode())
+    async with await redismem.connect(local.url, namespace=ns, cluster_timeout=0.5) as mem:
+        await mem.session("s").set("k", 1)
+        local.kill(primary)
+        with pytest.raises(redismem.UnavailableError) as caught:
+            await mem.session("s").set("k", 2)
+        assert caught.value.slot == slot and caught.value.node == f"127.0.0.1:{primary}"
+        assert f"slot {slot}" in str(caught.value) and str(primary) in str(caught.value)
+        assert isinstance(caught.value, ConnectionError)
+        await asyncio.to_thread(local.wait_failover, primary, slot)
+        while True:
+            try:
+                await mem.session("s").set("k", 3)
+                break
+            except redismem.UnavailableError:
+                continue
+        assert (await mem.session("s").get("k")).value == 3
