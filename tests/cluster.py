@@ -160,6 +160,7 @@ class LocalCluster:
                 self.restart_node(port)
 
         def healthy() -> bool:
+            maps, roles = set(), {}
             try:
                 for port in self.ports:
                     with self.client(port) as client:
@@ -169,9 +170,15 @@ class LocalCluster:
                         if info.get("role") == "slave" and info.get(
                                 "master_link_status") != "up":
                             return False
+                        roles[port] = info.get("role")
+                        maps.add(tuple(sorted(
+                            (low, high, int(primary[1])) for low, high, primary, *_
+                            in client.execute_command("CLUSTER", "SLOTS"))))
             except redis.RedisError:
                 return False
-            return True
+            # every node tells the same slot owners, and each owner is a primary
+            return len(maps) == 1 and all(roles[owner] == "master"
+                                          for *_, owner in next(iter(maps)))
 
         self._wait(healthy, "the cluster to be healthy", timeout)
 

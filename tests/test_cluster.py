@@ -435,22 +435,26 @@ async def test_a_busy_namespace_moves_to_another_shard_whole(cluster: LocalClust
 
         async def watcher() -> None:
             async for event in mem.watch("n*", after=start, stop=stop):
+                if event.key == "n-end":
+                    return
                 seen.append(event)
+
+        async def each_writes(more: int) -> None:
+            floor = list(acknowledged)
+            while any(now < was + more for now, was in zip(acknowledged, floor, strict=True)):
+                await asyncio.sleep(0.01)
 
         watching = asyncio.create_task(watcher())
         writers = [asyncio.create_task(writer(i)) for i in range(4)]
-        await asyncio.sleep(0.2)
+        await asyncio.wait_for(each_writes(1), 60)  # every writer under way
         moved = await asyncio.to_thread(cluster.migrate_slot, slot, source, target)
-        await asyncio.sleep(0.2)
+        await asyncio.wait_for(each_writes(5), 60)  # and writing to the new owner
         done.set()
         await asyncio.gather(*writers)
-        for _ in range(200):
-            if len(seen) >= sum(acknowledged):
-                break
-            await asyncio.sleep(0.05)
-        await asyncio.sleep(0.2)  # time for any event too many to arrive
+        # the feed is ordered: the watcher reaching a last write has seen all before it
+        await scope.set("n-end", 1)
+        await asyncio.wait_for(watching, 60)
         stop.set()
-        await asyncio.wait_for(watching, 10)
 
         assert moved > 320 and owner(cluster, ns) == target
         with cluster.client(source) as src, cluster.client(target) as dst:

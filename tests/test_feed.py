@@ -289,14 +289,19 @@ async def test_a_watch_interval_longer_than_the_socket_timeout_still_blocks(
     """A blocking read is cut to half the socket timeout, so a quiet feed
     with ``interval`` above the timeout is not taken for a lost server."""
     async with await redismem.connect(f"{server_url}?socket_timeout=0.4", namespace=ns) as mem:
-        stop = asyncio.Event()
+        stop, delivered = asyncio.Event(), asyncio.Event()
 
         async def watcher() -> list[str]:
-            return [e.key async for e in mem.watch("*", after=None, interval=3, stop=stop)]
+            keys = []
+            async for event in mem.watch("*", after=None, interval=3, stop=stop):
+                keys.append(event.key)
+                delivered.set()
+            return keys
 
         task = asyncio.create_task(watcher())
         await asyncio.sleep(1.5)  # several socket timeouts of a quiet feed
+        assert not task.done()  # no error: the watcher is still waiting
         await mem.session("s").set("late", 1)
-        await asyncio.sleep(0.3)
+        await asyncio.wait_for(delivered.wait(), 10)
         stop.set()
-        assert await asyncio.wait_for(task, 3) == ["late"]
+        assert await asyncio.wait_for(task, 10) == ["late"]
