@@ -24,6 +24,8 @@ from redis._parsers.commands import (
 from redis.asyncio import Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.connection import parse_url
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.commands.policies import (
     AsyncBasePolicyResolver,
     AsyncPolicyResolver,
@@ -472,8 +474,11 @@ def _cluster_client(url: str, scheme: str, cluster_timeout: float) -> Redis:
         options.pop(name, None)
     if options.pop("connection_class", None) is not None:  # rediss: TLS
         options["ssl"] = True
+    # no retries inside redis-py's cluster client: its own loop (10 attempts,
+    # up to 1 s apart) made one attempt of ours last seconds, past
+    # cluster_timeout; _Cluster.execute_command retries, within the bound
     return cast(Redis, _Cluster(startup_nodes=nodes, max_connections=MAX_CONNECTIONS,
-                                policy_resolver=_IndexRouting(),
+                                policy_resolver=_IndexRouting(), retry=Retry(NoBackoff(), 0),
                                 cluster_timeout=cluster_timeout, **options))
 
 
