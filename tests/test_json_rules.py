@@ -113,7 +113,8 @@ BAD_NUMBERS = st.sampled_from([
     "", "-", ".5", "1.", "01", "-01", "00", "1.2.3", "1e", "1e+", "e5", "1e1e1", "1.e5", "--1",
     "+1", "1e500", "-.5", "0.", "1-2", ".", "e", "-e5", "1e5.5", "5" * 310, "1e-400", "1E+",
     "1e+-1",
-    "0x1", "1,", ",1", "1e05", "-0.0e-0", "1e99", "1e-99", "1e100", "9" * 160, "9" * 140 + ".5"])
+    "0x1", "1,", ",1", "1e05", "-0.0e-0", "1e99", "1e-99", "1e100", "9" * 160, "9" * 140 + ".5",
+    "1e309", "-1e309", "1e-1000", "1E+1000", "2e308", "0e999"])
 
 
 def _number_run(numbers: list[int | float], bad: str, at: int, replace: bool) -> bytes:
@@ -131,7 +132,10 @@ NUMBER_LISTS = st.one_of(
     st.lists(st.floats(-1e3, 1e3, allow_nan=False).map(lambda x: round(x, 3)), min_size=8,
              max_size=60),
     st.lists(st.one_of(st.integers(-10**12, 10**12),
-                       st.floats(allow_nan=False, allow_infinity=False)), min_size=8, max_size=60))
+                       st.floats(allow_nan=False, allow_infinity=False)), min_size=8, max_size=60),
+    # exponents of 3 digits and more: their values are read in bulk (cjson)
+    st.lists(st.sampled_from([1e300, 1.5e-300, -2.5e10, 9e307, -1.7976931348623157e308, 5e-324,
+                              1e-100, 0.0]), min_size=8, max_size=60))
 NUMBER_RUNS = st.builds(_number_run, NUMBER_LISTS,
                         st.one_of(BAD_NUMBERS, st.sampled_from(["-", ".", "1.2.3", ".e5", "1.e5"])),
                         st.integers(0, 60), st.booleans())

@@ -7,7 +7,10 @@
   eight simple ones or \uXXXX naming no lone surrogate; numbers in RFC 8259
   form whose value is a finite double; at most max_json_depth nested
   arrays and objects. cjson is not used to decide: its number parser takes
-  0x10, nan and 1e400, and fakeredis' cjson differs from Redis'.          ]]
+  0x10, nan and 1e400, and fakeredis' cjson differs from Redis'. It only
+  reads the values of long runs of numbers whose syntax was checked here,
+  to find any out of range in one C call (number_run).
+  Every check is linear in the text's length (scripts/bench.py json).   ]]
 
 -- A run of printable ASCII but '"' and '\\': what most strings are made of.
 local JSON_PLAIN = '^[\32\33\35-\91%]\94-\126]*'
@@ -133,44 +136,67 @@ local BAD_PAIRS = {',.', '-.', '..', 'e.', 'E.', '+.', '.,', '.-', '.e', '.E', '
 
 -- A run of at least 64 bytes of numbers and commas inside an array, at pos:
 -- the position of its last byte when every number in it is in RFC 8259
--- form with an integer part of at most 150 digits and an exponent of at
--- most 2 digits (so a finite double), else nil, and the bytes go the token
--- by token way, which decides exactly. One pattern call per rule, not per
--- token: each rule names a way a number can be malformed.
+-- form with an integer part of at most 150 digits and a finite double.
+-- Else nil and the run's last byte (and why, for an infinite number):
+-- its bytes go the token by token way, which decides exactly, and the
+-- caller does not try this again inside the same run (each try scans to
+-- the run's end: once per token made a run of n numbers cost n^2). One
+-- pattern call per rule, not per token: each rule names a way a number
+-- can be malformed, and each is linear in the run's length.
 local function number_run(text, pos)
   local find, byte, sub = string.find, string.byte, string.sub
   local _, last = find(text, '^[%d,%-%.eE%+]+', pos)
   if last - pos < 64 then
-    return nil
+    return nil, last
   end
   local run = sub(text, pos, last)
   local first, final = byte(run, 1), byte(run, #run)
   if first == 46 or first == 43 or first == 101 or first == 69 or final == 46 or final == 45 then
-    return nil
+    return nil, last
   end
   for _, pair in ipairs(BAD_PAIRS) do
     if find(run, pair, 1, true) then
-      return nil
+      return nil, last
     end
   end
   if (first == 48 or find(run, ',0', 1, true) or find(run, '-0', 1, true))
      and (find(run, '^%-?0%d') or find(run, ',%-?0%d')) then
-    return nil -- a leading zero
+    return nil, last -- a leading zero
   end
   if find(run, '.', 1, true) and find(run, '%.%d*%.') then
-    return nil -- two decimal points in one number
+    return nil, last -- two decimal points in one number
   end
-  if (find(run, 'e', 1, true) or find(run, 'E', 1, true) or find(run, '+', 1, true))
-     and (find(run, '[^eE]%+') or find(run, '[^%d][eE]') or find(run, '[eE][%+%-]?[^%d%+%-]')
-          or find(run, '[eE][%+%-][^%d]') or find(run, '[eE][%+%-]?$')
-          or find(run, '[eE][%+%-]?%d*[eE%.]') or find(run, '[eE][%+%-]?%d%d%d')) then
-    return nil -- a plus outside an exponent, an exponent without digits, a second one,
-               -- a decimal point after it, or one of 3 digits or more
+  local long_exponent = false
+  if find(run, 'e', 1, true) or find(run, 'E', 1, true) or find(run, '+', 1, true) then
+    if find(run, '[^eE]%+') or find(run, '[^%d][eE]') or find(run, '[eE][%+%-]?[^%d%+%-]')
+       or find(run, '[eE][%+%-][^%d]') or find(run, '[eE][%+%-]?$')
+       or find(run, '[eE][%+%-]?%d*[eE%.]') then
+      return nil, last -- a plus outside an exponent, an exponent without digits, a second
+                       -- one, or a decimal point after it
+    end
+    long_exponent = find(run, '[eE][%+%-]?%d%d%d') ~= nil
   end
   for sample = 151, #run, 150 do -- 301 digits in a row would span two samples
     local _, digits = find(run, '^%d+', sample)
     if digits and digits - sample >= 150 then
-      return nil
+      return nil, last
+    end
+  end
+  if long_exponent then
+    -- numbers of 3 exponent digits or more may be out of range: read them
+    -- all with cjson (its strtod; its syntax is not relied on: checked above)
+    -- and look at the values, not token by token in Lua
+    local body = final == 44 and sub(run, 1, -2) or run
+    local ok, numbers = pcall(cjson.decode, '[' .. body .. ']')
+    if not ok then
+      return nil, last
+    end
+    local huge = math.huge
+    for i = 1, #numbers do
+      local v = numbers[i]
+      if v == huge or v == -huge or v ~= v then
+        return nil, last, 'a number must be a finite double'
+      end
     end
   end
   return last
@@ -223,6 +249,7 @@ end
 local function json_error(text, fields)
   local find, byte, sub, gsub, match = string.find, string.byte, string.sub, string.gsub, string.match
   local pos, depth, stack = 1, 0, {}
+  local slow_until = 0 -- a run of numbers number_run gave up on ends here
   local member -- the top-level member being read, when recording fields
   local state = 'value' -- value | first (value or ']') | key | first_key (key or '}') | colon | after
   while true do
@@ -279,7 +306,14 @@ local function json_error(text, fields)
         end
       elseif b == 45 or (b and b >= 48 and b <= 57) then
         local start = pos
-        local run_end = stack[depth] == 91 and number_run(text, pos)
+        local run_end, run_last
+        if stack[depth] == 91 and pos > slow_until then
+          run_end, run_last, why = number_run(text, pos)
+          if why then
+            return why
+          end
+          slow_until = run_end and 0 or run_last
+        end
         if run_end then -- ends in a number, or in a comma: a value is due
           state = byte(text, run_end) == 44 and 'value' or 'after'
           pos = run_end + 1

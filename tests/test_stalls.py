@@ -1,0 +1,91 @@
+"""One writer must not stop the server: a value of about 1 MiB (under the
+default max_value_bytes) built to be slow to check is checked in time
+linear in its size, and the server answers right after. Each runs on a
+server of its own: before the fix a mebibyte of ``1.5e-300`` held the
+server for 26 minutes (each number rescanned the rest of the array), so
+this test failed by its timeout. Server time per size is measured by
+``python scripts/bench.py json``, not asserted here."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis.asyncio
+
+import redismem
+from redismem import keys as K
+from redismem import limits
+from redismem.server import EmbeddedServer
+
+# token -> whether an array of it is valid JSON for redismem
+ADVERSARIAL = {
+    "1.5e-300": True,   # exponents of 3 digits: the quadratic case
+    "1e300": True,
+    "1e-1000": True,    # 4 digits, rounds to 0: finite
+    "-2.5E+10": True,
+    "3.25": True,
+    "[[1,2],[3]]": True,
+    '{"a":1.5e-300}': True,
+    '"\\u00e9x\\n"': True,
+    "1e309": False,     # out of range: refused at the first one
+}
+
+
+@pytest.fixture(scope="module")
+def stall_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    server = EmbeddedServer(Path(tmp_path_factory.mktemp("stalls")))
+    yield server.start().url
+    server.stop()
+
+
+def mebibyte_of(token: str, tail: str = "") -> str:
+    count = (limits.MAX_VALUE_BYTES - 64) // (len(token) + 1)
+    return "[" + ",".join([token] * count) + tail + "]"
+
+
+@pytest.mark.parametrize("token", list(ADVERSARIAL))
+async def test_a_mebibyte_of_slow_json_is_checked_and_the_server_answers(
+        stall_url: str, token: str) -> None:
+    async with await redismem.connect(stall_url, namespace="stall") as mem:
+        scope = mem.session("s")
+        text = mebibyte_of(token)
+        assert len(text) <= limits.MAX_VALUE_BYTES
+        keys = [*scope._scope_keys("value"), scope._value_key("k")]
+        call = mem._conn.functions.set_values(keys, "stall", "session", "s", "", mem.principal,
+                                              [("k", text, "")])
+        if ADVERSARIAL[token]:
+            assert (await call)[0] >= 1
+            assert len((await mem.client.hget(K.value("stall", "session", "s", "k"), "v"))
+                       ) == len(text)
+        else:
+            with pytest.raises(redismem.InvalidValueError, match="finite double"):
+                await call
+        assert await mem.client.ping()
+
+
+async def test_an_invalid_number_at_the_end_of_a_long_run_is_refused(stall_url: str) -> None:
+    async with await redismem.connect(stall_url, namespace="stall") as mem:
+        scope = mem.session("s")
+        keys = [*scope._scope_keys("value"), scope._value_key("bad")]
+        for tail, why in ((",01", "leading zeros"), (",1e400", "finite double"),
+                          (",1.", "digits after it")):
+            with pytest.raises(redismem.InvalidValueError, match=why):
+                await mem._conn.functions.set_values(
+                    keys, "stall", "session", "s", "", mem.principal,
+                    [("bad", mebibyte_of("1.5e-300", tail)[: limits.MAX_VALUE_BYTES], "")])
+        assert (await scope.get("bad")).found is False
+
+
+async def test_the_facade_writes_a_mebibyte_of_small_floats(stall_url: str) -> None:
+    """The probe's call, through the facade (1,044,001 bytes of JSON)."""
+    client = redis.asyncio.Redis.from_url(stall_url)
+    try:
+        async with await redismem.connect(stall_url, namespace="stall") as mem:
+            scope = mem.session("abuse")
+            assert await scope.set("floats", [1.5e-300] * 116000) == 1
+            assert await client.ping()
+            assert len((await scope.get("floats")).value) == 116000
+    finally:
+        await client.aclose()
