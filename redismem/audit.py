@@ -13,7 +13,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, cast
 
-from . import _json
+from redis.exceptions import ResponseError
+
+from . import _json, limits
 from . import _validate as check
 from . import keys as K
 from .feed import Entries, parse_event
@@ -63,6 +65,34 @@ def _vector_problem(got: list[Any]) -> str | None:
     return _common_problem(rev, ts, by)
 
 
+_REPAIR = "run `redismem repair-feed --namespace NS`"
+
+
+async def _feed_state(client: Any, ns: str) -> AsyncIterator[Finding]:
+    """The feed's counter, size estimate and last stream id, where raw
+    writes left them beyond what the library can write on."""
+    raw = await client.get(K.sequence(ns))
+    if raw is not None and not (raw.isdigit() and len(raw) <= 16
+                                and int(raw) <= limits.MAX_SEQUENCE):
+        yield Finding(K.sequence(ns), f"holds {raw[:40]!r}, not a sequence of at most "
+                      f"{limits.MAX_SEQUENCE}: every write is refused; {_REPAIR}")
+    size = await client.get(K.feed_size(ns))
+    if size is not None and not (size.isdigit() and len(size) <= 16
+                                 and int(size) <= limits.MAX_FEED_BYTES_CEILING):
+        yield Finding(K.feed_size(ns), f"holds {size[:40]!r}, not a feed size of at most "
+                      f"{limits.MAX_FEED_BYTES_CEILING} bytes (the next write starts it again)")
+    try:
+        info = await client.xinfo_stream(K.feed(ns))
+    except ResponseError:  # no feed yet
+        info = None
+    if info is not None:
+        last = info.get("last-generated-id", b"0-0")
+        head = (last if isinstance(last, bytes) else str(last).encode()).partition(b"-")[0]
+        if int(head) > limits.MAX_SEQUENCE:
+            yield Finding(K.feed(ns), f"its last id is {last!r}, past any sequence the "
+                          f"library writes: every write is refused; {_REPAIR}")
+
+
 async def audit(mem: Memory) -> AsyncIterator[Finding]:
     """Every value, vector, feed entry and thread event of ``mem``'s
     namespace that the library did not write (what a raw command left)."""
@@ -82,6 +112,8 @@ async def audit(mem: Memory) -> AsyncIterator[Finding]:
                     problem = problem_of(got)
                     if problem:
                         yield Finding(build(ns, scope, sid, name), problem)
+    async for finding in _feed_state(client, ns):
+        yield finding
     start = "-"
     while True:
         entries = cast(Entries, await client.xrange(K.feed(ns), min=start, max="+", count=1000))

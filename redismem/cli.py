@@ -483,6 +483,27 @@ def audit_cmd(url: str | None, namespace: str, as_json: bool) -> None:
         sys.exit(1)
 
 
+@main.command("repair-feed")
+@url_option
+@namespace_option
+@json_option
+def repair_feed_cmd(url: str | None, namespace: str, as_json: bool) -> None:
+    """Restore a change feed that raw writes jammed (a sequence counter or a
+    stream id past any real one, entries not written by the library): drop
+    those entries and set the counter, the stream's last id and the size
+    estimate from what remains. Needs an admin's credential."""
+    from .repair import repair_feed
+
+    async def run() -> dict[str, Any]:
+        async with await connect(url, namespace=namespace) as mem:
+            done = await repair_feed(mem.client, mem.namespace)
+            return dataclasses.asdict(done) | {"removed": list(done.removed)}
+
+    _emit(_run(run()), as_json,
+          lambda d: f"feed of {namespace}: {len(d['removed'])} entries dropped, sequence "
+          f"{d['sequence']} (was {d['previous_counter']}), size estimate {d['feed_bytes']} bytes")
+
+
 @main.command("index")
 @url_option
 @namespace_option

@@ -87,6 +87,8 @@ def _foreign_event(entry_id: bytes, fields: dict[bytes, bytes],
 
 
 def _library_event(entry_id: bytes, fields: dict[bytes, bytes]) -> MemoryChangeEvent:
+    if not entry_id.endswith(b"-0"):
+        raise ValueError("its id is not <sequence>-0")
     raw = fields.get(b"value")
     return MemoryChangeEvent(
         sequence=int(entry_id.split(b"-", 1)[0]),
@@ -103,6 +105,28 @@ def _library_event(entry_id: bytes, fields: dict[bytes, bytes]) -> MemoryChangeE
     )
 
 
+_MAX_ID_PART = 18_446_744_073_709_551_615
+
+
+def after_id(sequence: int) -> str:
+    """The stream id range start just past every entry of ``sequence``: the
+    library writes ``<sequence>-0``, and an entry forged as ``<sequence>-5``
+    must not be read again and again by a cursor that stays at it."""
+    return f"({sequence}-{_MAX_ID_PART}"
+
+
+async def current_sequence(client: Redis, ns: str) -> int:
+    """The feed's last sequence: its counter, or the stream's last entry when
+    the counter is not a number (it was overwritten; ``redismem repair-feed``
+    sets it again)."""
+    raw = await client.get(K.sequence(ns))
+    try:
+        return int(raw or 0)
+    except ValueError:
+        last = cast(Entries, await client.xrevrange(K.feed(ns), count=1))
+        return int(last[0][0].split(b"-", 1)[0]) if last else 0
+
+
 async def oldest_sequence(client: Redis, ns: str) -> int:
     """The first retained sequence (one past the last when nothing is retained).
 
@@ -110,11 +134,11 @@ async def oldest_sequence(client: Redis, ns: str) -> int:
     the counter read earlier is at most the current one, so a write landing
     between the two reads can make the answer too low (caught later by the
     gap check of ``watch``), never too high (a cursor wrongly expired)."""
-    last = await client.get(K.sequence(ns))
+    last = await current_sequence(client, ns)
     first = cast(Entries, await client.xrange(K.feed(ns), count=1))
     if first:
         return int(first[0][0].split(b"-", 1)[0])
-    return int(last or 0) + 1
+    return last + 1
 
 
 async def read_page(client: Redis, ns: str, after: int, limit: int | None,
@@ -137,14 +161,16 @@ async def _read_page(client: Redis, ns: str, after: int, limit: int | None,
     cursor = after
     budget = max(_SCAN_PAGES * limit, _READ_BATCH)
     while budget > 0 and len(items) < limit:
-        entries = cast(Entries, await client.xrange(K.feed(ns), min=f"({cursor}-0", max="+",
+        entries = cast(Entries, await client.xrange(K.feed(ns), min=after_id(cursor), max="+",
                                                     count=min(_READ_BATCH, budget)))
         if not entries:
             break
         for entry_id, fields in entries:
-            event = parse_event(entry_id, fields)
-            cursor = event.sequence
             budget -= 1
+            event = parse_event(entry_id, fields)
+            if event.sequence <= cursor:  # a forged entry beside one already read
+                continue
+            cursor = event.sequence
             if wanted(event):
                 items.append(event)
                 if len(items) == limit:
@@ -175,7 +201,7 @@ async def _watch(client: Redis, ns: str, wanted: EventFilter, after: int | None,
     stopped = stop_check(stop)
     feed = K.feed(ns)
     if after is None:
-        after = int(await client.get(K.sequence(ns)) or 0)
+        after = await current_sequence(client, ns)
     last = cursor_arg(after)
     oldest = await oldest_sequence(client, ns)
     if last + 1 < oldest:
@@ -184,10 +210,12 @@ async def _watch(client: Redis, ns: str, wanted: EventFilter, after: int | None,
     while not stopped():
         # RESP2 reply: [(stream, entries)], or None when the block timed out
         reply = cast(list[tuple[bytes, Entries]] | None, await client.xread(
-            {feed: f"{last}-0"}, count=_READ_BATCH, block=block_ms))
+            {feed: f"{last}-{_MAX_ID_PART}"}, count=_READ_BATCH, block=block_ms))
         for _stream, entries in reply or ():
             for entry_id, fields in entries:
                 event = parse_event(entry_id, fields)
+                if event.sequence <= last:  # a forged entry beside one already read
+                    continue
                 if event.sequence != last + 1:
                     # the sequence has no gaps: events were trimmed, unless a raw
                     # XADD skipped ahead (then the oldest is still before it)

@@ -101,6 +101,12 @@ def feed(ns: str) -> str:
     return f"{base(ns)}feed"
 
 
+def feed_rebuild(ns: str) -> str:
+    """Stream the feed is copied into by ``redismem repair-feed``, then
+    renamed over the feed (exists only while a repair runs)."""
+    return f"{base(ns)}feed:rebuild"
+
+
 def sequence(ns: str) -> str:
     """Counter of the last change sequence handed out."""
     return f"{base(ns)}seq"

@@ -16,6 +16,10 @@ DEFAULT_PAGE_LIMIT = 100
 MAX_BATCH = 1000
 MAX_REVISION = 2**53 - 1
 """The largest revision: exact in a Lua number; a write past it is refused."""
+MAX_SEQUENCE = 2**50
+"""A feed sequence past this was set by a raw write (no namespace writes that
+much): the library refuses to write on it, and `redismem repair-feed` sets
+it right."""
 MAX_JSON_DEPTH = 256
 """Nested arrays and objects in one JSON text."""
 FEED_VALUE_BYTES = 65_536

@@ -105,6 +105,7 @@ def cases(ns: str, tmp: Path) -> dict[tuple[str, ...], tuple[list[str], Callable
         ("ltm", "search"): ([*n, "--user", "u1", "generators", "--json"],
                             lambda out: [m["id"] for m in json.loads(out)] == ["m0"]),
         ("audit",): ([*n, "--json"], lambda out: json.loads(out) == []),
+        ("repair-feed",): ([*n, "--json"], lambda out: json.loads(out)["removed"] == []),
         ("index",): ([*n, "--dim", "3", "--json"],
                      lambda out: json.loads(out)["vector_indexes"] == [K.vector_index(ns, 3)]),
         ("users", "add"): (["cliuser", "--role", "reader", *n, "--json"],

@@ -148,6 +148,7 @@ def test_lua_and_python_limits_agree() -> None:
         "default_page_limit": limits.DEFAULT_PAGE_LIMIT,
         "max_batch": limits.MAX_BATCH,
         "max_revision": limits.MAX_REVISION,
+        "max_sequence": limits.MAX_SEQUENCE,
         "feed_value_bytes": limits.FEED_VALUE_BYTES,
         "feed_retention_ms": limits.FEED_RETENTION_MS,
         "trim_per_write": limits.TRIM_PER_WRITE,

@@ -57,7 +57,7 @@ async def test_a_mebibyte_of_slow_json_is_checked_and_the_server_answers(
                                               [("k", text, "")])
         if ADVERSARIAL[token]:
             assert (await call)[0] >= 1
-            assert len((await mem.client.hget(K.value("stall", "session", "s", "k"), "v"))
+            assert len(await mem.client.hget(K.value("stall", "session", "s", "k"), "v")
                        ) == len(text)
         else:
             with pytest.raises(redismem.InvalidValueError, match="finite double"):

@@ -13,6 +13,7 @@ local LIMITS = {
   default_page_limit = 100,
   max_batch = 1000,
   max_revision = 9007199254740991,    -- 2^53 - 1: exact in a Lua number; a write past it is refused
+  max_sequence = 1125899906842624,    -- 2^50: a feed sequence past it was set by a raw write
   max_json_depth = 256,               -- nested arrays and objects in one JSON text
   feed_value_bytes = 65536,
   feed_retention_ms = 2592000000,     -- 30 days; the namespace config may change it

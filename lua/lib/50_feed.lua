@@ -25,23 +25,31 @@
 
 local EVENT_OVERHEAD = 64
 
--- A counter key's value, 0 when absent; FEED_CORRUPT when it is not an integer.
+local REPAIR = ' (an operator restores it: redismem repair-feed --namespace <ns>)'
+
+-- A counter key's value, 0 when absent; FEED_CORRUPT, before anything is
+-- written, when it is not an integer or past max_sequence (set by a raw
+-- write: no namespace gets there by writing).
 local function stored_count(key, what)
   local raw = redis.call('GET', key)
   if not raw then
     return 0
   end
   local count = string.find(raw, '^%d+$') and #raw <= 16 and tonumber(raw)
-  if not count then
-    fail('FEED_CORRUPT', what .. ' ' .. show(key) .. ' holds ' .. show(raw) .. ', not a count')
+  if not count or count > LIMITS.max_sequence then
+    fail('FEED_CORRUPT', what .. ' ' .. show(key) .. ' holds ' .. show(raw) .. ', not a count of at most '
+         .. LIMITS.max_sequence .. REPAIR)
   end
   return count
 end
 
--- The feed size estimate in `key`, 0 when absent or not a count (it starts again).
+-- The feed size estimate in `key`, 0 when absent, not a count or past the
+-- largest feed_max_bytes (it starts again: a raw write of a huge size must
+-- not make every write trim the feed to nothing).
 local function stored_size(key)
   local size = redis.call('GET', key)
-  return size and #size <= 16 and string.find(size, '^%d+$') and tonumber(size) or 0
+  local bytes = size and #size <= 16 and string.find(size, '^%d+$') and tonumber(size) or 0
+  return bytes <= LIMITS.max_feed_bytes_ceiling and bytes or 0
 end
 
 -- Before the first write: the counter and the feed's size; w gains
@@ -192,12 +200,13 @@ local function publish(w)
   local reply = append_event(w, first, w.events[1], count == 1 and threshold or nil)
   if type(reply) == 'table' and reply.err then
     local last = last_generated(w.feed)
-    if last and last >= first then -- the counter was lost: go on from the stream
-      first = last + 1
+    if last and last >= first and last < LIMITS.max_sequence then
+      first = last + 1 -- the counter was lost: go on from the stream
       reply = append_event(w, first, w.events[1], count == 1 and threshold or nil)
     end
     if type(reply) == 'table' and reply.err then
-      fail('FEED_CORRUPT', 'cannot append to the feed ' .. show(w.feed) .. ': ' .. tostring(reply.err))
+      fail('FEED_CORRUPT', 'cannot append to the feed ' .. show(w.feed) .. ': ' .. tostring(reply.err)
+           .. REPAIR)
     end
   end
   for i = 2, count do

@@ -142,6 +142,19 @@ class Fleet:
                                           *(["0", "--patch", self.config.patch]
                                             if self.config.patch else []))
 
+    def wait_ready(self, timeout: float = 90.0) -> None:
+        """Until every process started so far has connected (each touches a
+        ``.ready`` file): on a loaded machine starting Python takes seconds,
+        which must not eat into the run's time."""
+        wanted = [f"{name}-t{i}.ready" for name in self.clients
+                  for i in range(self.config.tasks)] + [f"{name}.ready" for name in self.watchers]
+        deadline = time.monotonic() + timeout
+        while not all((self.config.workdir / name).exists() for name in wanted):
+            if time.monotonic() > deadline:
+                missing = [n for n in wanted if not (self.config.workdir / n).exists()]
+                raise TimeoutError(f"not connected within {timeout} s: {missing}")
+            time.sleep(0.05)
+
     def stop(self) -> None:
         for name in (*self.clients, *self.watchers):
             (self.config.workdir / f"{name}.stop").touch()
@@ -347,6 +360,7 @@ def run(config: Config) -> Report:
             fleet.start_client()
         for index in range(config.watchers):
             fleet.start_watcher(index)
+        fleet.wait_ready()
         nemesis.run(time.monotonic() + config.seconds)
         fleet.stop()
         rng = random.Random(config.seed)

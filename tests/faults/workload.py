@@ -232,6 +232,7 @@ async def run_client(url: str, ns: str, name: str, out: Path, seed: int, tasks: 
             except LOST:
                 await asyncio.sleep(0.2)
         client = Client(mem, store, rec, rng)
+        out.with_name(f"{out.stem}-t{index}.ready").touch()  # the run's clock starts
         try:
             while not stopped(out):
                 await client.one()
@@ -249,6 +250,7 @@ async def run_watcher(url: str, ns: str, out: Path) -> None:
     with out.open("a", encoding="utf-8") as handle:
         while not stopped(out):
             mem = await connect(url, ns, "watcher")
+            out.with_suffix(".ready").touch()
             try:
                 async for event in mem.watch("*", after=last, interval=0.1,
                                              stop=lambda: stopped(out)):
