@@ -581,6 +581,63 @@ async def bench_stall(url: str, n: int) -> list[dict[str, Any]]:
     return [{"op": row["op"], **row["result"]} for row in rows]
 
 
+JSON_SHAPES = {
+    "1.5e-300": "exponent numbers (the probe's 26-minute stall)",
+    "1e300": "large exponents",
+    "1e-1000": "4-digit exponents",
+    "-2.5E+10": "signed exponents",
+    "3.25": "decimals",
+    "123456": "integers",
+    "[[1,2],[3]]": "nested arrays",
+    '{"a":1.5e-300}': "objects",
+    '"\\u00e9x\\n"': "escaped strings",
+    '"Съешь"': "Cyrillic strings",
+}
+
+
+async def bench_json(url: str, n: int) -> list[dict[str, Any]]:
+    """Server time (SLOWLOG, best of ``n``) of one set_values call whose value
+    is an array of one repeated token, at 1 KiB, 64 KiB and 1 MiB: the Lua
+    JSON check must be linear in the value's size."""
+    ns = "bench" + uuid.uuid4().hex[:8]
+    rows: list[dict[str, Any]] = []
+    async with await redismem.connect(url, namespace=ns, principal="bench") as mem:
+        client = mem.client
+        await client.config_set("slowlog-log-slower-than", 0)
+        scope = mem.session("s")
+        keys = [*scope._scope_keys("value"), scope._value_key("k")]
+        for token, what in JSON_SHAPES.items():
+            row: dict[str, Any] = {"op": what, "token": token}
+            for label, size in (("1 KiB", 1024), ("64 KiB", 65536),
+                                ("1 MiB", redismem.limits.MAX_VALUE_BYTES - 64)):
+                count = max(1, (size - 2) // (len(token.encode()) + 1))
+                text = "[" + ",".join([token] * count) + "]"
+                best = float("inf")
+                for _ in range(n):
+                    await client.slowlog_reset()
+                    await mem._conn.functions.set_values(keys, ns, "session", "s", "", "bench",
+                                                         [("k", text, "")])
+                    times = [e["duration"] for e in await client.slowlog_get(10)
+                             if e["command"].upper().startswith(b"FCALL")]
+                    best = min(best, max(times) / 1000)
+                row[label] = best
+            rows.append(row)
+        await client.config_set("slowlog-log-slower-than", 10_000)
+        async for key in client.scan_iter(match=K.pattern(ns), count=1000):
+            await client.delete(key)
+    return rows
+
+
+def json_table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| value: an array of | token | 1 KiB | 64 KiB | 1 MiB | 1 MiB / 64 KiB |",
+             "|---|---|---:|---:|---:|---:|"]
+    for row in rows:
+        lines.append(f"| {row['op']} | `{row['token']}` | {row['1 KiB']:.2f} ms | "
+                     f"{row['64 KiB']:.2f} ms | {row['1 MiB']:.1f} ms | "
+                     f"{row['1 MiB'] / row['64 KiB']:.1f} |")
+    return "\n".join(lines)
+
+
 async def _latencies(n: int, ops: dict[str, Callable[[int], Awaitable[Any]]],
                      rounds: int = 5) -> dict[str, list[float]]:
     """Per-call times (ms) of each op over ``n`` sequential awaited calls, the
@@ -732,7 +789,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("suite", choices=["kv", "feed", "vectors", "store", "transfer", "stall",
-                                          "cluster"])
+                                          "cluster", "json"])
     parser.add_argument("--n", type=int, default=None,
                         help="operations per measurement (default: kv 10000, feed 2000)")
     parser.add_argument("--url", default=None, help="benchmark this server instead")
@@ -746,10 +803,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     n = args.n or {"kv": 10_000, "feed": 2000, "vectors": 100_000, "store": 10_000,
-                   "transfer": 50_000, "stall": 200_000, "cluster": 2000}[args.suite]
+                   "transfer": 50_000, "stall": 200_000, "cluster": 2000, "json": 3}[args.suite]
     suites = {"kv": (bench_kv, table), "feed": (bench_feed, feed_table),
               "store": (bench_store, rows_table),
-              "transfer": (bench_transfer, table), "stall": (bench_stall, stall_table)}
+              "transfer": (bench_transfer, table), "stall": (bench_stall, stall_table),
+              "json": (bench_json, json_table)}
     if args.suite == "vectors":
         with server_url(args.url) as url:
             result = asyncio.run(vector_bench.bench(url, n, args.index, args.data, args.layout))
