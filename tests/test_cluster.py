@@ -761,3 +761,20 @@ async def test_a_call_past_cluster_timeout_raises_unavailable_naming_node_and_sl
             except redismem.UnavailableError:
                 continue
         assert (await mem.session("s").get("k")).value == 3
+
+
+async def test_a_primary_without_the_library_gets_it_on_the_first_call(
+        cluster: LocalCluster) -> None:
+    """A node that lacks the library when a call reaches it (a promoted
+    replica that missed a load, a node added by a reshard) gets it loaded
+    on the "Function not found" reply, and the call is sent once more."""
+    ns = "relib"
+    async with await redismem.connect(cluster.url, namespace=ns) as mem:
+        scope = mem.session("s")
+        await scope.set("k", 1)
+        with cluster.client(owner(cluster, ns)) as node:
+            node.function_delete("redismem")
+            assert node.function_list(library="redismem") == []
+        assert await scope.incr("k") == redismem.MemoryValue(2, 2, True)
+        with cluster.client(owner(cluster, ns)) as node:
+            assert node.function_list(library="redismem") != []

@@ -69,3 +69,17 @@ async def test_memory_backend_checks_the_digest_too() -> None:
         await ensure_library(client)
     assert (await ensure_library(client, force=True)).action == "replaced"
     assert (await ensure_library(client)).action == "unchanged"
+
+
+async def test_a_server_that_lost_the_library_gets_it_again_on_the_next_call(
+        own_server: str) -> None:
+    """FUNCTION FLUSH under a connected Memory (a server replaced, a node
+    that missed the load): the next call meets "Function not found", loads
+    the library and is sent once more; the caller sees nothing of it."""
+    async with await redismem.connect(own_server, namespace="lost") as mem:
+        scope = mem.session("s")
+        await scope.set("k", 1)
+        await mem.client.function_flush()
+        assert await scope.incr("k") == redismem.MemoryValue(2, 2, True)
+        assert (await scope.get_many(["k"]))["k"].value == 2
+        assert (await mem.client.function_list(library="redismem"))
