@@ -24,7 +24,7 @@ from .errors import (
     InvalidVectorError,
     RequestTooLargeError,
 )
-from .functions import is_cluster, request_bytes
+from .functions import acl_refusals, is_cluster, request_bytes
 from .types import (
     ChangePage,
     KeyKind,
@@ -508,7 +508,8 @@ class MemoryScope:
         wanted_ef = V.check_ef_runtime(ef_runtime)
         tokens = V.filter_tokens(filter)
         if self._conn.search:
-            matches = await self._indexed_search(blob, dim, top_k, tokens, wanted_ef)
+            with acl_refusals():  # FT.* refused to this role: PermissionDeniedError
+                matches = await self._indexed_search(blob, dim, top_k, tokens, wanted_ef)
         elif self._vector_count(dim, await self._dims()):
             matches = await self._search_exact(blob, dim, top_k, filter)
         else:

@@ -354,6 +354,8 @@ async def test_roles_through_the_python_api(world: World) -> None:
             await worker.session("s2").get("k")
         with pytest.raises(redismem.PermissionDeniedError):
             await worker.session("s1").changes(after=0)
+        with pytest.raises(redismem.PermissionDeniedError):  # FT.* is not a worker's
+            await worker.session("s1").similarity_search([1.0, 0.0, 0.0])
     async with await redismem.connect(world.url(W), namespace=world.a) as writer:
         with pytest.raises(redismem.PermissionDeniedError):
             await writer.configure(max_value_bytes=4096)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 
 import redismem
 from redismem import functions, limits, transfer
@@ -271,3 +272,25 @@ async def test_flushall_keeps_functions(lone_client: Any) -> None:
     await ensure_library(client)
     await client.flushall()
     assert (await ensure_library(client)).action == "unchanged"
+
+
+FIXED_ARITY = {"create_session": 3, "delete_memory": 3, "delete_value": 7, "delete_vector": 7,
+               "events_since": 4, "get_config": 1, "list_keys": 7, "recent_events": 3,
+               "trim_feed": 2, "upsert_memory": 6, "modify_value": 10}
+
+
+def test_a_trailing_extra_argument_is_refused(redis_url: str) -> None:
+    """Every function of a fixed number of arguments refuses one more,
+    before anything else (set_values and the other batch functions count
+    their items exactly)."""
+    client = redis.Redis.from_url(redis_url)
+    client.function_load(functions.bundled().code, replace=True)
+    try:
+        for name, most in FIXED_ARITY.items():
+            read_only = name in ("events_since", "get_config", "list_keys", "recent_events")
+            call = client.fcall_ro if read_only else client.fcall
+            with pytest.raises(redis.ResponseError, match=f"^INVALID_ARGUMENT expected at most "
+                                                          f"{most} arguments"):
+                call(f"redismem_{name}", 0, *["x"] * (most + 1))
+    finally:
+        client.close()

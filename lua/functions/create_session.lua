@@ -7,7 +7,7 @@
   Errors: INVALID_ARGUMENT, INVALID_ID                                    ]]
 
 local function create_session(keys, args)
-  count_args(args, 2, 'namespace, session id')
+  count_args(args, 2, 'namespace, session id', 3)
   local c = {ns = check_id('namespace', args[1])}
   local sid = check_id('session id', args[2])
   expect_keys(keys, 1)

@@ -6,7 +6,7 @@
   Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_KEY                      ]]
 
 local function delete_memory(keys, args)
-  count_args(args, 3, 'namespace, user, memory id')
+  count_args(args, 3, 'namespace, user, memory id', 3)
   local c = {ns = check_id('namespace', args[1])}
   local user = check_user(args[2])
   local id = check_key(args[3])

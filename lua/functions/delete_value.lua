@@ -17,7 +17,7 @@
   Feed: one "delete" event when a value was deleted; trims the feed's head. ]]
 
 local function delete_value(keys, args)
-  count_args(args, 7, 'namespace, scope, scope id, key, expected revision, principal, request id')
+  count_args(args, 7, 'namespace, scope, scope id, key, expected revision, principal, request id', 7)
   local c = scope_args(args, 1)
   local key = check_key(args[4])
   local expected = parse_expected(args[5])

@@ -12,7 +12,7 @@
   Errors: INVALID_ARGUMENT, INVALID_ID                                   ]]
 
 local function events_since(keys, args)
-  count_args(args, 4, 'namespace, thread id, since_ms, limit')
+  count_args(args, 4, 'namespace, thread id, since_ms, limit', 4)
   local c = {ns = check_id('namespace', args[1])}
   local thread = check_id('thread id', args[2])
   local since = parse_int('since_ms', args[3], 0, LIMITS.max_revision)

@@ -6,7 +6,7 @@
   Errors: INVALID_ARGUMENT, INVALID_ID                                    ]]
 
 local function get_config(keys, args)
-  count_args(args, 1, 'namespace')
+  count_args(args, 1, 'namespace', 1)
   local c = {ns = check_id('namespace', args[1])}
   expect_keys(keys, 1)
   local config_key = expect_key(keys, 1, SCHEMA.config(c))

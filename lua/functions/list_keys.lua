@@ -12,7 +12,7 @@
   Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_KEY, INVALID_CURSOR       ]]
 
 local function list_keys(keys, args)
-  count_args(args, 7, 'namespace, scope, scope id, kind, prefix, cursor, limit')
+  count_args(args, 7, 'namespace, scope, scope id, kind, prefix, cursor, limit', 7)
   local c = scope_args(args, 1)
   local tag = kind_tag(args[4])
   local prefix = args[5]

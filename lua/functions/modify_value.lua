@@ -62,7 +62,7 @@ local function new_value(op, stored, operand, max_items)
 end
 
 local function modify_value(keys, args)
-  count_args(args, 9, 'namespace, scope, scope id, ttl, principal, request id, key, operation, operand')
+  count_args(args, 9, 'namespace, scope, scope id, ttl, principal, request id, key, operation, operand', 10)
   local c = scope_args(args, 1)
   local ttl = parse_ttl(args[4])
   local principal = check_id('principal', args[5])

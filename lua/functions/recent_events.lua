@@ -5,7 +5,7 @@
   Errors: INVALID_ARGUMENT, INVALID_ID                                   ]]
 
 local function recent_events(keys, args)
-  count_args(args, 3, 'namespace, thread id, limit')
+  count_args(args, 3, 'namespace, thread id, limit', 3)
   local c = {ns = check_id('namespace', args[1])}
   local thread = check_id('thread id', args[2])
   local limit = parse_int('limit', args[3], 1, LIMITS.max_events_per_call)

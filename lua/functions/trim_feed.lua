@@ -10,7 +10,7 @@
   Errors: INVALID_ARGUMENT, INVALID_ID                                   ]]
 
 local function trim_feed_now(keys, args)
-  count_args(args, 2, 'namespace, most events to drop')
+  count_args(args, 2, 'namespace, most events to drop', 2)
   local c = {ns = check_id('namespace', args[1])}
   local budget = LIMITS.trim_slice_events
   if args[2] ~= '' then

@@ -13,7 +13,7 @@
           INVALID_VECTOR (also a dimension other than the namespace's)     ]]
 
 local function upsert_memory(keys, args)
-  count_args(args, 5, 'namespace, user, memory id, record, embedding[, newer]')
+  count_args(args, 5, 'namespace, user, memory id, record, embedding[, newer]', 6)
   local c = {ns = check_id('namespace', args[1])}
   local user = check_user(args[2])
   local id = check_key(args[3])

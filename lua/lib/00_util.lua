@@ -102,9 +102,14 @@ local function parse_int(what, text, low, high, code)
   return number
 end
 
-local function count_args(args, first, what)
+-- At least `first` arguments, and at most `most` when given (a trailing
+-- extra argument is refused, never ignored).
+local function count_args(args, first, what, most)
   if #args < first then
     fail('INVALID_ARGUMENT', 'expected at least ' .. first .. ' arguments (' .. what .. '), got ' .. #args)
+  end
+  if most and #args > most then
+    fail('INVALID_ARGUMENT', 'expected at most ' .. most .. ' arguments (' .. what .. '), got ' .. #args)
   end
 end
 
