@@ -621,17 +621,22 @@ class Functions:
         """``redismem_replace_events``: the number of events the thread now holds."""
         return int(await self._call("redismem_replace_events", keys, [ns, thread, *events]))
 
-    async def recent_events(self, keys: Sequence[str], ns: str, thread: str,
-                            limit: int) -> list[bytes]:
-        """``redismem_recent_events``: event JSON, oldest first."""
-        return list(await self._call("redismem_recent_events", keys, [ns, thread, str(limit)],
-                                     read_only=True))
+    async def recent_events(self, keys: Sequence[str], ns: str, thread: str, limit: int,
+                            before: str = "") -> list[tuple[str, bytes]]:
+        """``redismem_recent_events``: one page of (stream id, event JSON),
+        oldest first, appended before ``before`` ("" = the newest)."""
+        reply = await self._call("redismem_recent_events", keys,
+                                 [ns, thread, str(limit), before], read_only=True)
+        return [(i.decode(), body) for i, body in zip(reply[::2], reply[1::2], strict=True)]
 
     async def events_since(self, keys: Sequence[str], ns: str, thread: str, since_ms: int,
-                           limit: int) -> list[bytes]:
-        """``redismem_events_since``: event JSON in append order."""
-        return list(await self._call("redismem_events_since", keys,
-                                     [ns, thread, str(since_ms), str(limit)], read_only=True))
+                           limit: int, offset: int = 0) -> list[tuple[str, bytes | None]]:
+        """``redismem_events_since``: one page of (stream id, event JSON or
+        None for a stale index entry) in timestamp order, ``offset`` skipped."""
+        reply = await self._call("redismem_events_since", keys,
+                                 [ns, thread, str(since_ms), str(limit), str(offset)],
+                                 read_only=True)
+        return [(i.decode(), body) for i, body in zip(reply[::2], reply[1::2], strict=True)]
 
     async def drop_events(self, keys: Sequence[str], ns: str, thread: str,
                           events: Sequence[tuple[str, str]]) -> tuple[int, int]:

@@ -52,7 +52,12 @@ MAX_TOP_K = 1000
 MAX_APPEND_ITEMS = 1_000_000
 """The largest ``max_items`` of ``append``."""
 MAX_EVENTS_PER_CALL = 100_000
-"""Events one append or replace call may carry."""
+"""Events one append or replace call may carry, and the most one read of a
+thread returns (read in pages of MAX_EVENTS_PER_READ)."""
+MAX_EVENTS_PER_READ = 1000
+"""Events one page of ``redismem_recent_events``/``events_since`` holds at
+most (and at most TRIM_SLICE_BYTES of them): one call holds the server
+for milliseconds, not seconds."""
 MAX_EVENT_BYTES = 1_048_576
 """Largest thread event, as canonical JSON."""
 

@@ -374,10 +374,18 @@ class RedisMemoryStore:
     async def get_recent_events(self, thread_id: str, limit: int = 50) -> list[MemoryEvent]:
         """The ``limit`` most recent events of a thread, oldest first."""
         check.check_id("thread id", thread_id)
-        raw = await self.memory._conn.functions.recent_events(
-            [K.thread_events(self.namespace, thread_id)], self.namespace, thread_id,
-            _check_limit(limit))
-        return [event_from_json(body) for body in raw]
+        wanted = _check_limit(limit)
+        pages: list[list[tuple[str, bytes]]] = []
+        got, before = 0, ""
+        while got < wanted:  # newest page first; each call bounded (MAX_EVENTS_PER_READ)
+            page = await self.memory._conn.functions.recent_events(
+                [K.thread_events(self.namespace, thread_id)], self.namespace, thread_id,
+                min(limits.MAX_EVENTS_PER_READ, wanted - got), before)
+            if not page:
+                break
+            pages.append(page)
+            got, before = got + len(page), page[0][0]
+        return [event_from_json(body) for page in reversed(pages) for _, body in page]
 
     async def get_events_since(self, thread_id: str, since_ms: int, limit: int = 500
                                ) -> list[MemoryEvent]:
@@ -389,10 +397,18 @@ class RedisMemoryStore:
         ``limit`` chosen are those with the earliest timestamps.
         """
         check.check_id("thread id", thread_id)
-        raw = await self.memory._conn.functions.events_since(
-            self._thread_keys(thread_id, write=False), self.namespace, thread_id,
-            _check_ms(since_ms, "since_ms", InvalidArgumentError), _check_limit(limit))
-        return [event_from_json(body) for body in raw]
+        since = _check_ms(since_ms, "since_ms", InvalidArgumentError)
+        wanted = _check_limit(limit)
+        found: list[tuple[str, bytes | None]] = []
+        while len(found) < wanted:  # pages of MAX_EVENTS_PER_READ, each call bounded
+            page = await self.memory._conn.functions.events_since(
+                self._thread_keys(thread_id, write=False), self.namespace, thread_id, since,
+                min(limits.MAX_EVENTS_PER_READ, wanted - len(found)), len(found))
+            if not page:
+                break
+            found += page
+        found.sort(key=lambda item: tuple(int(part) for part in item[0].split("-")))
+        return [event_from_json(body) for _, body in found if body is not None]
 
     async def replace_thread_events(self, thread_id: str, events: list[MemoryEvent]) -> None:
         """Replace every event of a thread, atomically."""

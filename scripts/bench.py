@@ -561,6 +561,14 @@ async def bench_stall(url: str, n: int) -> list[dict[str, Any]]:
                     redismem.MemoryEvent(f"e{i}", "big", None, "trace" if i % 10 else "message",
                                          i, {"text": "hello there " * 5})
                     for i in range(first, first + 5000)])
+            for name, read in (
+                    ("get_recent_events", lambda: store.get_recent_events("big", events)),
+                    ("get_events_since", lambda: store.get_events_since("big", 0, events))):
+                with pinger.measure() as result:
+                    assert len(await read()) == events
+                rows.append({"op": f"{name} of {events:,} events (pages of "
+                                   f"{redismem.limits.MAX_EVENTS_PER_READ:,})",
+                             "result": result})
             with pinger.measure() as result:
                 await store.compact_thread("big", redismem.RetentionPolicy(500, [], events))
             rows.append({"op": f"compact_thread of {events:,} events to 500 (slices of 1,000)",

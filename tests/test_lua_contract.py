@@ -167,6 +167,7 @@ def test_lua_and_python_limits_agree() -> None:
         "max_vector_dim": limits.MAX_VECTOR_DIM,
         "max_metadata_bytes": limits.MAX_METADATA_BYTES,
         "max_events_per_call": limits.MAX_EVENTS_PER_CALL,
+        "max_events_per_read": limits.MAX_EVENTS_PER_READ,
         "max_event_bytes": limits.MAX_EVENT_BYTES,
         "max_json_depth": limits.MAX_JSON_DEPTH,
     }
@@ -275,7 +276,7 @@ async def test_flushall_keeps_functions(lone_client: Any) -> None:
 
 
 FIXED_ARITY = {"create_session": 3, "delete_memory": 3, "delete_value": 7, "delete_vector": 7,
-               "events_since": 4, "get_config": 1, "list_keys": 7, "recent_events": 3,
+               "events_since": 5, "get_config": 1, "list_keys": 7, "recent_events": 4,
                "trim_feed": 2, "upsert_memory": 6, "modify_value": 10}
 
 

@@ -456,7 +456,7 @@ async def test_events_in_any_strict_json_form_are_read_alike(rmem: redismem.Memo
     assert flags == [1, 1, 1]
     events = await rmem.client.execute_command("FCALL_RO", "redismem_events_since", 2,
                                                *keys[:2], ns, "t", "6", "10")
-    assert [json.loads(e)["timestamp"] for e in events] == [6, 7]
+    assert [json.loads(e)["timestamp"] for e in events[1::2]] == [6, 7]
     ids = await rmem.client.hkeys(K.thread_ids(ns, "t"))
     assert sorted(ids) == [b"a", b"b", b"d"]  # the last of a repeated name wins
     for bad in ('{"id":"e","payload":{},"tags":{},"thread_id":"t","timestamp":1,"type":"m",'
@@ -468,3 +468,36 @@ async def test_events_in_any_strict_json_form_are_read_alike(rmem: redismem.Memo
         with pytest.raises(Exception, match=r"^INVALID_EVENT"):
             await rmem.client.execute_command("FCALL", "redismem_append_events", 4, *keys, ns,
                                               "t", bad)
+
+
+async def test_long_reads_come_in_bounded_pages(store: RedisMemoryStore) -> None:
+    """A read of more events than one call may return (1,000, and 4 MiB of
+    JSON) is paged by the store, so no call holds the server for long; the
+    pages join into exactly what one read would have returned."""
+    events = [event("long", i, ts=5_000_000 - i if i % 7 == 0 else None) for i in range(2500)]
+    await store.append_events("long", events)
+    recent = await store.get_recent_events("long", 2500)
+    assert [e.id for e in recent] == [e.id for e in events]
+    assert [e.id for e in await store.get_recent_events("long", 1500)] == [
+        e.id for e in events[1000:]]
+    since = await store.get_events_since("long", 1_000_100, limit=2400)
+    qualifying = [e for e in events if e.timestamp >= 1_000_100]
+    chosen = {e.id for e in sorted(qualifying, key=lambda e: e.timestamp)[:2400]}
+    assert [e.id for e in since] == [e.id for e in events if e.id in chosen]
+    # big events: a page stops at 4 MiB of JSON, the store goes on
+    big = [event("big", i, blob="x" * 900_000) for i in range(12)]
+    for item in big:
+        await store.append_event(item)
+    assert [e.id for e in await store.get_recent_events("big", 12)] == [e.id for e in big]
+    assert [e.id for e in await store.get_events_since("big", 0, 12)] == [e.id for e in big]
+
+
+async def test_one_read_call_is_bounded(rmem: redismem.Memory) -> None:
+    ns = rmem.namespace
+    keys = [K.thread_events(ns, "t"), K.thread_times(ns, "t")]
+    calls = (("redismem_recent_events", [keys[0]], [ns, "t", "100000"]),
+             ("redismem_events_since", keys, [ns, "t", "0", "100000"]))
+    for name, call_keys, args in calls:
+        with pytest.raises(Exception, match=r"^INVALID_ARGUMENT limit must be"):
+            await rmem.client.execute_command("FCALL_RO", name, len(call_keys), *call_keys,
+                                              *args)

@@ -32,5 +32,6 @@ local LIMITS = {
   max_vector_dim = 4096,
   max_metadata_bytes = 16384,
   max_events_per_call = 100000,
+  max_events_per_read = 1000,         -- events one page of recent_events/events_since holds at most
   max_event_bytes = 1048576,
 }

@@ -112,33 +112,6 @@ local function check_user(text)
   return check_id('user id', text)
 end
 
--- The stream ids of thread events, oldest first, whose timestamp is >= since.
-local function events_by_time(times_key, since, limit)
-  return redis.call('ZRANGEBYSCORE', times_key, int_string(since), '+inf', 'LIMIT', 0, limit)
-end
-
-local function event_bodies(events_key, ids)
-  local bodies = {}
-  for i, id in ipairs(ids) do
-    local entry = redis.call('XRANGE', events_key, id, id)
-    if entry[1] then
-      bodies[#bodies + 1] = entry[1][2][2]
-    end
-  end
-  return bodies
-end
-
--- Compare stream ids "<ms>-<seq>" numerically.
-local function stream_id_less(a, b)
-  local am, as = string.match(a, '^(%d+)-(%d+)$')
-  local bm, bs = string.match(b, '^(%d+)-(%d+)$')
-  am, bm = tonumber(am), tonumber(bm)
-  if am ~= bm then
-    return am < bm
-  end
-  return tonumber(as) < tonumber(bs)
-end
-
 -- Append checked events; returns one flag per event (1 appended, 0 its id
 -- was already in the thread). The common case costs XADD, ZADD and HSETNX;
 -- a repeated id is appended, found out by HSETNX, and removed again.
