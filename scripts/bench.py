@@ -547,6 +547,15 @@ async def bench_stall(url: str, n: int) -> list[dict[str, Any]]:
                     with pinger.measure() as result:
                         await scope.set_many(mapping)
                     rows.append({"op": name, "result": result})
+            await scope.set("biglist", [1] * 500_000)
+            for _ in range(3):
+                with pinger.measure() as result:
+                    await scope.append("biglist", 2)
+                rows.append({"op": "append to a 500,000-item list", "result": result})
+            patch = {f"m{i}": i for i in range(70_000)}
+            with pinger.measure() as result:
+                await scope.merge("bigobject", patch)
+            rows.append({"op": "merge of a 70,000-member patch", "result": result})
             vectors_ = [(f"v{i}", rng.standard_normal(dim).tolist()) for i in range(vector_count)]
             for _ in range(3):
                 with pinger.measure() as result:
