@@ -30,7 +30,13 @@ from . import _json, limits
 from . import _validate as check
 from . import keys as K
 from . import vectors as V
-from .errors import InvalidArgumentError, InvalidEventError, InvalidMemoryError, InvalidVectorError
+from .errors import (
+    CorruptEntryError,
+    InvalidArgumentError,
+    InvalidEventError,
+    InvalidMemoryError,
+    InvalidVectorError,
+)
 from .memory import Memory, connect
 from .types import (
     CompactionResult,
@@ -150,8 +156,22 @@ def _id_and_type(body: bytes | None) -> tuple[str, str | None]:
     return event_id, kind if isinstance(kind, str) else None
 
 
-def event_from_json(raw: bytes | str) -> MemoryEvent:
-    return MemoryEvent(**json.loads(raw))
+def event_from_json(raw: bytes | str | None, key: str = "", stream_id: str = "") -> MemoryEvent:
+    """The event of one thread entry.
+
+    Raises:
+        CorruptEntryError: the entry is not an event the library wrote (a
+            raw XADD): not JSON, not an object, or not the event's fields.
+    """
+    try:
+        data = json.loads(raw)  # type: ignore[arg-type]
+        if not isinstance(data, dict):
+            raise TypeError(f"not a JSON object: {type(data).__name__}")
+        return MemoryEvent(**data)
+    except (TypeError, ValueError) as exc:  # JSONDecodeError and UnicodeDecodeError too
+        where = f"{key} {stream_id}".strip()
+        raise CorruptEntryError(f"thread entry {where} was not written by redismem: {exc}; "
+                                "`redismem audit` lists such entries", key=where) from None
 
 
 def memory_event(data: Mapping[str, Any]) -> MemoryEvent:
@@ -385,7 +405,9 @@ class RedisMemoryStore:
                 break
             pages.append(page)
             got, before = got + len(page), page[0][0]
-        return [event_from_json(body) for page in reversed(pages) for _, body in page]
+        key = K.thread_events(self.namespace, thread_id)
+        return [event_from_json(body, key, stream_id) for page in reversed(pages)
+                for stream_id, body in page]
 
     async def get_events_since(self, thread_id: str, since_ms: int, limit: int = 500
                                ) -> list[MemoryEvent]:
@@ -408,7 +430,9 @@ class RedisMemoryStore:
                 break
             found += page
         found.sort(key=lambda item: tuple(int(part) for part in item[0].split("-")))
-        return [event_from_json(body) for _, body in found if body is not None]
+        key = K.thread_events(self.namespace, thread_id)
+        return [event_from_json(body, key, stream_id) for stream_id, body in found
+                if body is not None]
 
     async def replace_thread_events(self, thread_id: str, events: list[MemoryEvent]) -> None:
         """Replace every event of a thread, atomically."""

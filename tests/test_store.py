@@ -501,3 +501,23 @@ async def test_one_read_call_is_bounded(rmem: redismem.Memory) -> None:
         with pytest.raises(Exception, match=r"^INVALID_ARGUMENT limit must be"):
             await rmem.client.execute_command("FCALL_RO", name, len(call_keys), *call_keys,
                                               *args)
+
+
+async def test_a_raw_thread_entry_is_a_corrupt_entry_error_naming_it(
+        rmem: redismem.Memory, server_url: str) -> None:
+    """A writer's raw XADD to a thread (not JSON, no 'e' field, not an
+    object) makes the reads that meet it raise CorruptEntryError naming the
+    stream and entry, never a JSONDecodeError or KeyError."""
+    ns = rmem.namespace
+    async with RedisMemoryStore(server_url, namespace=ns) as store:
+        await store.append_event(event("t", 1))
+        for fields in ({"e": "notjson"}, {"x": "y"}, {"e": "[1, 2]"}, {"e": b"\xff\xfe"}):
+            raw_id = (await rmem.client.xadd(K.thread_events(ns, "t"), fields)).decode()
+            await rmem.client.zadd(K.thread_times(ns, "t"), {raw_id: 5_000_000})
+            for read in (store.get_recent_events("t", 10), store.get_events_since("t", 0, 10)):
+                with pytest.raises(redismem.CorruptEntryError) as caught:
+                    await read
+                assert caught.value.key == f"{K.thread_events(ns, 't')} {raw_id}"
+            await rmem.client.xdel(K.thread_events(ns, "t"), raw_id)
+            await rmem.client.zrem(K.thread_times(ns, "t"), raw_id)
+        assert [e.id for e in await store.get_recent_events("t", 10)] == ["t-e1"]
