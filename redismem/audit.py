@@ -102,7 +102,9 @@ async def audit(mem: Memory) -> AsyncIterator[Finding]:
               "vector": (K.vector, ("emb", "meta", "rev", "ts", "by"), _vector_problem)}
     for kind, (build, fields, problem_of) in checks.items():
         for scope, sid in found.scopes.get(kind, []):
-            async for page in _names(mem, K.names(ns, kind, scope, sid)):  # type: ignore[arg-type]
+            bad: list[bytes] = []
+            async for page in _names(mem, K.names(ns, kind, scope, sid),  # type: ignore[arg-type]
+                                     bad):
                 pipe = client.pipeline(transaction=False)
                 for name in page:
                     pipe.hmget(build(ns, scope, sid, name), *fields)
@@ -112,6 +114,9 @@ async def audit(mem: Memory) -> AsyncIterator[Finding]:
                     problem = problem_of(got)
                     if problem:
                         yield Finding(build(ns, scope, sid, name), problem)
+            for raw in bad:
+                yield Finding(K.names(ns, kind, scope, sid),  # type: ignore[arg-type]
+                              f"lists {raw[:80]!r}, a name that is not UTF-8 (readers skip it)")
     async for finding in _feed_state(client, ns):
         yield finding
     start = "-"

@@ -587,12 +587,20 @@ class Functions:
         return bool(reply)
 
     async def list_keys(self, keys: Sequence[str], ns: str, scope: str, sid: str, kind: str,
-                        prefix: str, cursor: str, limit: str) -> tuple[str | None, list[str]]:
-        """``redismem_list_keys``: (next cursor or None, names)."""
+                        prefix: str, cursor: str, limit: str
+                        ) -> tuple[str | None, list[str], int]:
+        """``redismem_list_keys``: (next cursor or None, names, how many
+        listed names were left out as not UTF-8: raw writes)."""
         reply = await self._call("redismem_list_keys", keys,
                                  [ns, scope, sid, kind, prefix, cursor, limit], read_only=True)
         next_cursor = reply[0].decode()
-        return (next_cursor or None), [name.decode() for name in reply[1:]]
+        names = []
+        for raw in reply[1:]:
+            try:
+                names.append(raw.decode())
+            except UnicodeDecodeError:
+                continue
+        return (next_cursor or None), names, len(reply) - 1 - len(names)
 
     async def trim_feed(self, keys: Sequence[str], ns: str, budget: int) -> tuple[int, bool]:
         """``redismem_trim_feed``: (events dropped, whether more may be due)."""

@@ -358,10 +358,10 @@ class MemoryScope:
         if kind not in ("value", "vector"):
             raise InvalidArgumentError(f"kind must be 'value' or 'vector', got {kind!r}")
         ns, scope, sid = self._scope_args()
-        next_cursor, names = await self._conn.functions.list_keys(
+        next_cursor, names, skipped = await self._conn.functions.list_keys(
             [K.names(ns, kind, scope, sid), K.expiry(ns, kind, scope, sid)], ns, scope, sid,
             kind, check.prefix_arg(prefix), check.cursor_arg(cursor), check.limit_arg(limit))
-        return KeyPage(names, next_cursor)
+        return KeyPage(names, next_cursor, skipped)
 
     async def list_keys(self, prefix: str | None = None, kind: KeyKind = "value",
                         max_keys: int = 100_000) -> list[str]:

@@ -139,16 +139,25 @@ async def survey(mem: Memory) -> Survey:
     return Survey(scopes, threads, users, total)
 
 
-async def _names(mem: Memory, zset: str) -> AsyncIterator[list[str]]:
-    """Pages of a names zset, in order, stable while names are added."""
-    start = "-"
+async def _names(mem: Memory, zset: str, bad: list[bytes] | None = None
+                 ) -> AsyncIterator[list[str]]:
+    """Pages of a names zset, in order, stable while names are added. A
+    name that is not UTF-8 (a raw ZADD) is left out, and added to ``bad``."""
+    start: bytes = b"-"
     while True:
-        page = [n.decode() for n in await _redis(mem).zrange(zset, start, "+", bylex=True,
-                                                             offset=0, num=_PAGE)]
-        if not page:
+        raw = await _redis(mem).zrange(zset, start, b"+", bylex=True, offset=0, num=_PAGE)
+        if not raw:
             return
-        yield page
-        start = "(" + page[-1]
+        page = []
+        for name in raw:
+            try:
+                page.append(name.decode())
+            except UnicodeDecodeError:
+                if bad is not None:
+                    bad.append(name)
+        if page:
+            yield page
+        start = b"(" + raw[-1]
 
 
 async def _entries(mem: Memory, kind: K.Kind, scope: str, sid: str,
@@ -191,8 +200,12 @@ async def _tombstones(mem: Memory, kind: K.Kind, scope: str, sid: str,
     pending: dict[str, int] = {}
     async for name, issued in _redis(mem).hscan_iter(K.revisions(ns, kind, scope, sid),
                                                      count=1000):
-        if int(issued) > live.get(name.decode(), 0):
-            pending[name.decode()] = int(issued)
+        try:
+            text, count = name.decode(), int(issued)
+        except ValueError:  # not UTF-8, or no number: a raw HSET, `redismem audit` reports it
+            continue
+        if count > live.get(text, 0):
+            pending[text] = count
         if len(pending) >= limits.MAX_BATCH:
             yield {"type": "revisions", "kind": kind, "scope": scope, "scope_id": sid,
                    "revisions": pending}

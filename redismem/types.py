@@ -25,10 +25,13 @@ class MemoryValue:
 
 @dataclass(frozen=True)
 class KeyPage:
-    """One ascending page of key names; ``next_cursor`` is None on the last page."""
+    """One ascending page of key names; ``next_cursor`` is None on the last page.
+    ``skipped`` counts listed names left out because they are not UTF-8 (a
+    raw ZADD; ``redismem audit`` names them)."""
 
     keys: list[str]
     next_cursor: str | None
+    skipped: int = 0
 
 
 @dataclass(frozen=True)

@@ -439,3 +439,29 @@ async def test_lua_messages_print_integers_in_full(rmem: redismem.Memory) -> Non
                                           "9007199254740992")
     assert str(info.value) == ("INVALID_REVISION expected revision must be between 0 and "
                                "9007199254740991, got 9007199254740992")
+
+
+async def test_a_listed_name_that_is_not_utf8_is_skipped_counted_and_audited(
+        rmem: redismem.Memory) -> None:
+    """A raw ZADD of the name b'\\xff\\xfe' into a scope's listing: key pages
+    leave it out and count it, export goes on without it, audit names it;
+    before, list_keys, export and audit raised UnicodeDecodeError."""
+    import io
+
+    from redismem import transfer
+    from redismem.audit import audit
+
+    ns, scope = rmem.namespace, rmem.session("s")
+    await scope.set_many({"a": 1, "z": 2})
+    await rmem.client.zadd(K.names(ns, "value", "session", "s"), {b"\xff\xfe": 0})
+    await rmem.client.hset(K.revisions(ns, "value", "session", "s"), b"\xff\xfe", 7)
+    page = await scope.keys()
+    assert (page.keys, page.skipped) == (["a", "z"], 1)
+    assert await scope.list_keys() == ["a", "z"]
+    out = io.StringIO()
+    await transfer.export_namespace(rmem, out.write)
+    keys = [record.get("key") for record in map(json.loads, out.getvalue().splitlines())]
+    assert "a" in keys and "z" in keys
+    found = [f async for f in audit(rmem)]
+    assert [(f.key, "not UTF-8" in f.problem) for f in found] == [
+        (K.names(ns, "value", "session", "s"), True)]
