@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any
@@ -459,12 +458,19 @@ class MemoryScope:
 
     async def get_vector(self, key: str) -> VectorValue:
         """Read a vector; absent or expired: ``VectorValue(None, None, 0, False)``."""
-        [(blob, meta, revision)] = await self._conn.functions.get_vectors(
-            [self._vector_key(check.check_key(key))])
+        name = self._vector_key(check.check_key(key))
+        [(blob, meta, revision)] = await self._conn.functions.get_vectors([name])
         if blob is None or meta is None:
             return VectorValue(None, None, 0, False)
-        embedding = np.frombuffer(blob, dtype="<f4").astype(float).tolist()
-        return VectorValue(embedding, json.loads(meta), revision, True)
+        try:  # what a raw HSET may leave: a ragged blob, metadata that is not a JSON object
+            embedding = np.frombuffer(blob, dtype="<f4").astype(float).tolist()
+            metadata = _json.loads(meta)
+            if not isinstance(metadata, dict) or int(revision) < 1:
+                raise ValueError("its metadata is not a JSON object or it has no revision")
+        except ValueError as exc:
+            raise CorruptEntryError(f"vector {name!r} was not written by redismem: {exc} "
+                                    "(`redismem audit` lists such entries)", key=name) from None
+        return VectorValue(embedding, metadata, int(revision), True)
 
     async def delete_vector(self, key: str, *, expected_revision: int | None = None) -> bool:
         """Delete a vector; False when it did not exist.
@@ -644,8 +650,11 @@ class MemoryScope:
             for name, (blob, meta, revision) in zip(chunk, found, strict=True):
                 if blob is None or meta is None or len(blob) != 4 * dim:
                     continue
-                metadata = json.loads(meta)
-                if V.matches_filter(metadata, filter):
+                try:
+                    metadata = _json.loads(meta)
+                except ValueError:
+                    continue  # not written by the library: `redismem audit` reports it
+                if isinstance(metadata, dict) and V.matches_filter(metadata, filter):
                     candidates.append((name, np.frombuffer(blob, dtype="<f4"), metadata,
                                        revision))
         return V.rank_exact(np.frombuffer(query, dtype="<f4"), candidates, top_k)

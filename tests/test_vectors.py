@@ -555,3 +555,19 @@ async def test_vector_revisions_go_on_after_expiry_and_delete(mem: redismem.Memo
     assert await scope.set_vector("v", [1.0, 1.0]) == 3
     assert await scope.delete_vector("v") is True
     assert await scope.set_vector("v", [1.0, 0.5], expected_revision=0) == 5
+
+
+@pytest.mark.parametrize("field, raw", [("emb", b"\x00\x00\x80?\x00"), ("meta", b"nope"),
+                                        ("meta", b"[1]"), ("meta", b"\xff\xfe")])
+async def test_a_raw_vector_field_is_a_corrupt_entry_error_naming_it(
+        rmem: redismem.Memory, field: str, raw: bytes) -> None:
+    """A writer's raw HSET of a vector's embedding (5 bytes) or metadata (not
+    JSON, not an object, not UTF-8): get_vector raises CorruptEntryError
+    naming the key, never numpy's ValueError or a JSONDecodeError."""
+    scope = rmem.session("s")
+    await scope.set_vector("v", [1.0, 0.0])
+    name = K.vector(rmem.namespace, "session", "s", "v")
+    await rmem.client.hset(name, field, raw)
+    with pytest.raises(redismem.CorruptEntryError) as caught:
+        await scope.get_vector("v")
+    assert caught.value.key == name
