@@ -21,7 +21,7 @@ from . import keys as K
 from .feed import Entries, parse_event
 from .memory import Memory
 from .scope import entry_problem
-from .transfer import _names, survey
+from .transfer import _names, memory_problem, survey
 
 
 @dataclass(frozen=True)
@@ -129,6 +129,18 @@ async def audit(mem: Memory) -> AsyncIterator[Finding]:
         if len(entries) < 1000:
             break
         start = "(" + entries[-1][0].decode()
+    for user in found.users:
+        ids = [i.decode(errors="replace") for i in
+               cast(list[bytes], await client.zrange(K.memories(ns, user), 0, -1))]
+        for first in range(0, len(ids), 1000):
+            pipe = client.pipeline(transaction=False)
+            for memory_id in ids[first:first + 1000]:
+                pipe.hmget(K.memory(ns, user, memory_id), "rec", "emb")
+            for memory_id, (rec, emb) in zip(ids[first:first + 1000], await pipe.execute(),
+                                             strict=True):
+                problem = None if rec is None else memory_problem(rec, emb)
+                if problem:
+                    yield Finding(K.memory(ns, user, memory_id), problem)
     for thread in found.threads:
         events_key = K.thread_events(ns, thread)
         for entry_id, entry in cast(Entries, await client.xrange(events_key)):

@@ -235,8 +235,15 @@ def memory_json(memory: LongTermMemory) -> str:
     return _dumps(dataclasses.asdict(memory), InvalidMemoryError, "the memory")
 
 
-def memory_from_json(raw: bytes | str) -> LongTermMemory:
-    return LongTermMemory(**json.loads(raw))
+def memory_from_json(raw: bytes | str | None) -> LongTermMemory | None:
+    """The record of a long-term memory, or None when it is not one the
+    library wrote (a raw HSET): listings and searches go on without it,
+    and ``redismem audit`` reports it."""
+    try:
+        data = json.loads(raw)  # type: ignore[arg-type]
+        return LongTermMemory(**data) if isinstance(data, dict) else None
+    except (TypeError, ValueError):  # JSONDecodeError and UnicodeDecodeError too
+        return None
 
 
 def _words(text: str) -> list[str]:
@@ -597,7 +604,7 @@ class RedisMemoryStore:
                 if rec is None:
                     continue
                 record = memory_from_json(rec)
-                if scope is None or record.scope == scope:
+                if record is not None and (scope is None or record.scope == scope):
                     found.append((record, emb if embeddings else None))
         return found[:limit] if limit is not None else found
 
@@ -627,7 +634,8 @@ class RedisMemoryStore:
             self.memory._conn, K.memory_text_index(self.namespace),
             lambda: self.memory.client.execute_command(*search),  # type: ignore[no-untyped-call]
             remake=self._ensure_text_index)
-        return [memory_from_json(fields[b"rec"]) for _, fields in V.search_rows(reply)]
+        found = [memory_from_json(fields.get(b"rec")) for _, fields in V.search_rows(reply)]
+        return [record for record in found if record is not None]
 
     async def search_long_term_memory_vector(
         self, user_id: str | None, query_embedding: Sequence[float], *,
@@ -659,7 +667,8 @@ class RedisMemoryStore:
             rows = await V.searched(self.memory._conn, spec, lambda algorithm: V.knn(
                 self.memory.client, spec.name, clauses, blob, limit, algorithm,
                 self._ef_runtime(), ("rec",)))
-            pairs = [(memory_from_json(fields[b"rec"]), score) for _, fields, score in rows]
+            read = [(memory_from_json(fields.get(b"rec")), score) for _, fields, score in rows]
+            pairs = [(record, score) for record, score in read if record is not None]
         else:
             pairs = self._rank_exact(await self._memories(user_id, scope, embeddings=True),
                                      np.frombuffer(blob, dtype="<f4"), limit)

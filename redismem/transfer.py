@@ -57,7 +57,14 @@ from .errors import InvalidExportError, RedisMemError
 from .functions import request_bytes
 from .memory import Memory
 from .stats import scan_keys
-from .store import RedisMemoryStore, event_json, long_term_memory, memory_event, memory_json
+from .store import (
+    RedisMemoryStore,
+    event_json,
+    long_term_memory,
+    memory_event,
+    memory_from_json,
+    memory_json,
+)
 from .types import LongTermMemory
 
 FORMAT = "redismem-export"
@@ -235,9 +242,23 @@ async def _memories(mem: Memory, user: str) -> AsyncIterator[dict[str, Any]]:
         for memory_id in ids[first:first + _PAGE]:
             pipe.hmget(K.memory(ns, user, memory_id), "rec", "emb")
         for rec, emb in await pipe.execute():
-            if rec is not None:
+            if rec is None:
+                continue
+            problem = memory_problem(rec, emb)
+            if problem is None:  # else not written by the library: `redismem audit` reports it
                 yield {"type": "memory", "memory": json.loads(rec),
                        "embedding": _floats(emb) if emb else None}
+
+
+def memory_problem(rec: bytes, emb: bytes | None) -> str | None:
+    """Why a long-term memory's stored fields were not written by the library, or None."""
+    if memory_from_json(rec) is None:
+        return "its record is not a long-term memory as JSON"
+    if emb is not None and (len(emb) % 4 or not emb):
+        return f"its embedding is {len(emb)} bytes, not float32 values"
+    if emb is not None and not np.isfinite(np.frombuffer(emb, dtype="<f4")).all():
+        return "its embedding holds NaN or infinity"
+    return None
 
 
 async def export_records(mem: Memory, plan: Survey) -> AsyncIterator[dict[str, Any]]:

@@ -521,3 +521,36 @@ async def test_a_raw_thread_entry_is_a_corrupt_entry_error_naming_it(
             await rmem.client.xdel(K.thread_events(ns, "t"), raw_id)
             await rmem.client.zrem(K.thread_times(ns, "t"), raw_id)
         assert [e.id for e in await store.get_recent_events("t", 10)] == ["t-e1"]
+
+
+@pytest.mark.parametrize(("field", "raw"), [("rec", b"garbage"), ("rec", b"[1]"),
+                                            ("rec", b"\xff"), ("emb", b"\x00\x00\x80")])
+async def test_a_raw_long_term_memory_field_is_skipped_and_audited(
+        rmem: redismem.Memory, server_url: str, field: str, raw: bytes) -> None:
+    """A writer's raw HSET of a memory's record (not JSON, not an object,
+    not UTF-8) or embedding (3 bytes): listing, text search, vector search
+    and export go on without it, and audit names it; before, each raised a
+    JSONDecodeError or numpy's ValueError."""
+    import io
+
+    from redismem import transfer
+    from redismem.audit import audit
+
+    ns = rmem.namespace
+    async with RedisMemoryStore(server_url, namespace=ns) as store:
+        await store.upsert_long_term_memory(ltm("good", "redis notes"), embedding=[1.0, 0.0])
+        await store.upsert_long_term_memory(ltm("bad", "redis lua"), embedding=[0.0, 1.0])
+        await rmem.client.hset(K.memory(ns, "user-123", "bad"), field, raw)
+        assert sorted(m.id for m in await store.list_long_term_memories("user-123")) == (
+            ["good"] if field == "rec" else ["bad", "good"])
+        if field == "rec":
+            assert [m.id for m in await store.search_long_term_memory_text(
+                "user-123", "redis")] == ["good"]
+            assert [m.id for m, _ in await store.search_long_term_memory_vector(
+                "user-123", [0.0, 1.0])] == ["good"]
+        out = io.StringIO()
+        await transfer.export_namespace(rmem, out.write)
+        exported = [r["memory"]["id"] for r in map(json.loads, out.getvalue().splitlines())
+                    if r.get("type") == "memory"]
+        assert exported == ["good"]
+        assert [f.key async for f in audit(rmem)] == [K.memory(ns, "user-123", "bad")]
