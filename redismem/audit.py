@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, cast
 
+import numpy as np
 from redis.exceptions import ResponseError
 
 from . import _json, limits
@@ -57,6 +58,8 @@ def _vector_problem(got: list[Any]) -> str | None:
     emb, meta, rev, ts, by = got
     if emb is None or len(emb) == 0 or len(emb) % 4:
         return "emb is not float32 bytes"
+    if not np.isfinite(np.frombuffer(emb, dtype="<f4")).all():
+        return "emb holds NaN or infinity"
     try:
         if not isinstance(_json.loads(meta), dict):
             return "meta is not a JSON object"
@@ -129,6 +132,9 @@ async def audit(mem: Memory) -> AsyncIterator[Finding]:
         if len(entries) < 1000:
             break
         start = "(" + entries[-1][0].decode()
+    for member in found.bad_scopes:
+        yield Finding(K.scopes(ns), f"lists {member[:80]!r}, which names no scope "
+                      "(exports and audits leave it out)")
     for user in found.users:
         ids = [i.decode(errors="replace") for i in
                cast(list[bytes], await client.zrange(K.memories(ns, user), 0, -1))]

@@ -84,7 +84,16 @@ def _line(record: dict[str, Any]) -> str:
 
 
 def _floats(blob: bytes) -> list[float]:
-    return cast(list[float], np.frombuffer(blob, dtype="<f4").astype(float).tolist())
+    """The float32 values of an embedding blob.
+
+    Raises:
+        ValueError: not a whole number of float32 values, or NaN or infinity
+            among them (written raw: JSON has no such numbers).
+    """
+    values = np.frombuffer(blob, dtype="<f4")
+    if not np.isfinite(values).all():
+        raise ValueError("the embedding holds NaN or infinity")
+    return cast(list[float], values.astype(float).tolist())
 
 
 def _redis(mem: Memory) -> Any:
@@ -109,6 +118,8 @@ class Survey:
     threads: list[str]
     users: list[str]
     total: int
+    bad_scopes: list[bytes] = field(default_factory=list)
+    """Members of the scopes registry that name no scope (raw writes)."""
 
 
 async def _scan_if_permitted(client: Any, pattern: str) -> list[str]:
@@ -125,7 +136,15 @@ async def _scan_if_permitted(client: Any, pattern: str) -> list[str]:
 async def survey(mem: Memory) -> Survey:
     """Find what there is to export in ``mem``'s namespace."""
     client, ns = _redis(mem), mem.namespace
-    registered = [K.scope_entry(m.decode()) for m in await client.zrange(K.scopes(ns), 0, -1)]
+    registered, bad = [], []
+    for member in await client.zrange(K.scopes(ns), 0, -1):
+        try:
+            tag, scope, sid = K.scope_entry(member.decode())
+            if scope not in check.SCOPES:
+                raise ValueError(f"no scope {scope!r}")
+            registered.append((tag, scope, check.check_id("scope id", sid)))
+        except ValueError:  # not UTF-8, not tag:scope:id, or a bad id: `redismem audit` says
+            bad.append(member)
     scopes: dict[str, list[tuple[str, str]]] = {}
     total = 3  # header, settings, sessions (a rough count is enough for progress)
     for kind in KINDS:
@@ -143,7 +162,7 @@ async def survey(mem: Memory) -> Survey:
                       for key in await _scan_if_permitted(client, K.memories_pattern(ns))})
     for user in users:
         total += int(await client.zcard(K.memories(ns, user)))
-    return Survey(scopes, threads, users, total)
+    return Survey(scopes, threads, users, total, bad)
 
 
 async def _names(mem: Memory, zset: str, bad: list[bytes] | None = None

@@ -465,3 +465,31 @@ async def test_a_listed_name_that_is_not_utf8_is_skipped_counted_and_audited(
     found = [f async for f in audit(rmem)]
     assert [(f.key, "not UTF-8" in f.problem) for f in found] == [
         (K.names(ns, "value", "session", "s"), True)]
+
+
+async def test_a_garbage_scope_member_and_a_nan_vector_are_left_out_and_audited(
+        rmem: redismem.Memory) -> None:
+    """A raw ZADD of 'garbage' into the scopes registry and a raw HSET of a
+    NaN into a vector's embedding: export goes on without them (before,
+    both made it raise ValueError), and audit names both."""
+    import io
+    import struct
+
+    from redismem import transfer
+    from redismem.audit import audit
+
+    ns, scope = rmem.namespace, rmem.session("s")
+    await scope.set("k", 1)
+    await scope.set_vector("v", [1.0, 0.0])
+    await scope.set_vector("w", [0.0, 1.0])
+    await rmem.client.zadd(K.scopes(ns), {b"garbage": 0, b"val:nosuch:x": 0})
+    nan = struct.pack("<2f", float("nan"), 1.0)
+    await rmem.client.hset(K.vector(ns, "session", "s", "w"), "emb", nan)
+    out = io.StringIO()
+    await transfer.export_namespace(rmem, out.write)
+    records = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert {(r["type"], r.get("key")) for r in records if r["type"] in ("value", "vector")} == {
+        ("value", "k"), ("vector", "v")}
+    found = {f.key: f.problem async for f in audit(rmem)}
+    assert "names no scope" in found[K.scopes(ns)]
+    assert "NaN" in found[K.vector(ns, "session", "s", "w")]
