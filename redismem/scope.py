@@ -575,7 +575,14 @@ class MemoryScope:
         Raises:
             InvalidVectorError: the scope holds vectors of other dimensions only.
         """
-        dims = {int(d): int(count) for d, count in stored.items() if int(count) > 0}
+        dims: dict[int, int] = {}
+        for raw_dim, raw_count in stored.items():
+            try:  # a field or count a raw HSET left that is no number: not a dimension
+                found, count = int(raw_dim), int(raw_count)
+            except ValueError:
+                continue
+            if count > 0:
+                dims[found] = count
         if dims and dim not in dims:
             raise InvalidVectorError(
                 f"the query has dimension {dim}; this scope's vectors have dimension "

@@ -571,3 +571,14 @@ async def test_a_raw_vector_field_is_a_corrupt_entry_error_naming_it(
     with pytest.raises(redismem.CorruptEntryError) as caught:
         await scope.get_vector("v")
     assert caught.value.key == name
+
+
+async def test_a_raw_dimensions_count_that_is_no_number_breaks_no_search(
+        rmem: redismem.Memory) -> None:
+    """A raw HSET of 'abc' into a scope's dimensions hash: searches go on
+    (before: ValueError from int())."""
+    scope = rmem.session("s")
+    await scope.set_vector("v", [1.0, 0.0])
+    await rmem.client.hset(K.vector_dims(rmem.namespace, "session", "s"),
+                           mapping={"2x": "1", "3": "abc"})
+    assert [m.key for m in await scope.similarity_search([1.0, 0.0])] == ["v"]
