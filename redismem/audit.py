@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, cast
 
-import numpy as np
 from redis.exceptions import ResponseError
 
 from . import _json, limits
@@ -21,8 +20,9 @@ from . import _validate as check
 from . import keys as K
 from .feed import Entries, parse_event
 from .memory import Memory
+from .repair import stored_count
 from .scope import entry_problem
-from .transfer import _names, memory_problem, survey
+from .transfer import _names, embedding_problem, memory_fields, memory_problem, survey
 
 
 @dataclass(frozen=True)
@@ -56,10 +56,11 @@ def _common_problem(rev: Any, ts: Any, by: Any) -> str | None:
 
 def _vector_problem(got: list[Any]) -> str | None:
     emb, meta, rev, ts, by = got
-    if emb is None or len(emb) == 0 or len(emb) % 4:
+    if emb is None:
         return "emb is not float32 bytes"
-    if not np.isfinite(np.frombuffer(emb, dtype="<f4")).all():
-        return "emb holds NaN or infinity"
+    problem = embedding_problem(emb)
+    if problem:
+        return f"emb {problem}"
     try:
         if not isinstance(_json.loads(meta), dict):
             return "meta is not a JSON object"
@@ -75,13 +76,11 @@ async def _feed_state(client: Any, ns: str) -> AsyncIterator[Finding]:
     """The feed's counter, size estimate and last stream id, where raw
     writes left them beyond what the library can write on."""
     raw = await client.get(K.sequence(ns))
-    if raw is not None and not (raw.isdigit() and len(raw) <= 16
-                                and int(raw) <= limits.MAX_SEQUENCE):
+    if raw is not None and stored_count(raw, limits.MAX_SEQUENCE) is None:
         yield Finding(K.sequence(ns), f"holds {raw[:40]!r}, not a sequence of at most "
                       f"{limits.MAX_SEQUENCE}: every write is refused; {_REPAIR}")
     size = await client.get(K.feed_size(ns))
-    if size is not None and not (size.isdigit() and len(size) <= 16
-                                 and int(size) <= limits.MAX_FEED_BYTES_CEILING):
+    if size is not None and stored_count(size, limits.MAX_FEED_BYTES_CEILING) is None:
         yield Finding(K.feed_size(ns), f"holds {size[:40]!r}, not a feed size of at most "
                       f"{limits.MAX_FEED_BYTES_CEILING} bytes (the next write starts it again)")
     try:
@@ -136,17 +135,10 @@ async def audit(mem: Memory) -> AsyncIterator[Finding]:
         yield Finding(K.scopes(ns), f"lists {member[:80]!r}, which names no scope "
                       "(exports and audits leave it out)")
     for user in found.users:
-        ids = [i.decode(errors="replace") for i in
-               cast(list[bytes], await client.zrange(K.memories(ns, user), 0, -1))]
-        for first in range(0, len(ids), 1000):
-            pipe = client.pipeline(transaction=False)
-            for memory_id in ids[first:first + 1000]:
-                pipe.hmget(K.memory(ns, user, memory_id), "rec", "emb")
-            for memory_id, (rec, emb) in zip(ids[first:first + 1000], await pipe.execute(),
-                                             strict=True):
-                problem = None if rec is None else memory_problem(rec, emb)
-                if problem:
-                    yield Finding(K.memory(ns, user, memory_id), problem)
+        async for memory_id, rec, emb in memory_fields(mem, user):
+            problem = memory_problem(rec, emb)
+            if problem:
+                yield Finding(K.memory(ns, user, memory_id), problem)
     for thread in found.threads:
         events_key = K.thread_events(ns, thread)
         for entry_id, entry in cast(Entries, await client.xrange(events_key)):

@@ -163,20 +163,39 @@ class ClusterNodeInfo:
         return f"{self.host}:{self.port}"
 
 
+async def first_answer(nodes: Sequence[T], run: Callable[[T], Awaitable[Any]]) -> Any:
+    """``run(node)`` on each of ``nodes`` in turn until one answers; the
+    last one's lost connection is raised."""
+    for index, node in enumerate(nodes):
+        try:
+            return await run(node)
+        except LOST:
+            if index == len(nodes) - 1:
+                raise
+    raise AssertionError("no node to ask")
+
+
+def nodes_from(cluster: RedisCluster, first: Any) -> list[Any]:
+    """The cluster's nodes, ``first`` (when given) before the others."""
+    return [*([first] if first is not None else []),
+            *(n for n in cluster.get_nodes() if n is not first)]
+
+
+def slot_owner(cluster: RedisCluster, key: str | bytes) -> tuple[int, str | None]:
+    """The slot of ``key`` and ``host:port`` of its owner in the client's
+    slot map (None when no node holds it)."""
+    slot = cluster.keyslot(key)
+    owner = cluster.nodes_manager.slots_cache.get(slot)
+    return slot, owner[0].name if owner else None
+
+
 async def on_any_node(client: Redis, *args: Any) -> Any:
     """A keyless command's reply from the first node of ``client``'s cluster
     that answers, the default node first: any node can tell the cluster's
     state, and the default one may be a primary that just died."""
     cluster = cast(RedisCluster, client)
-    default = cluster.get_default_node()
-    nodes = [default, *(n for n in cluster.get_nodes() if n is not default)]
-    for index, node in enumerate(nodes):
-        try:
-            return await node.execute_command(*args)
-        except LOST:
-            if index == len(nodes) - 1:
-                raise
-    raise AssertionError("a cluster client knows at least one node")
+    return await first_answer(nodes_from(cluster, cluster.get_default_node()),
+                              lambda node: node.execute_command(*args))
 
 
 async def cluster_nodes(client: Redis) -> list[ClusterNodeInfo]:
@@ -508,9 +527,8 @@ class Functions:
                 await cluster.nodes_manager.initialize()
 
         def what(exc: BaseException) -> tuple[str, str | None, int | None]:
-            slot = cluster.keyslot(key)
-            owner = cluster.nodes_manager.slots_cache.get(slot)
-            return f"FCALL {call[1]}", owner[0].name if owner else None, slot
+            slot, owner = slot_owner(cluster, key)
+            return f"FCALL {call[1]}", owner, slot
 
         return await persistently(attempt, between=reread_slots, what=what,
                                   timeout=getattr(cluster, "cluster_timeout", CLUSTER_TIMEOUT))

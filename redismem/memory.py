@@ -43,7 +43,7 @@ from .errors import (
     PermissionDeniedError,
     UnavailableError,
 )
-from .functions import Functions, ensure_library
+from .functions import Functions, ensure_library, first_answer, nodes_from, slot_owner
 from .retries import CLUSTER_TIMEOUT, LOST, SOCKET_TIMEOUT, node_of, persistently, retry
 from .scope import MemoryScope
 from .types import Capabilities, ChangePage, MemoryChangeEvent, MemoryValue
@@ -407,15 +407,8 @@ class _FunctionKeys(AsyncCommandsParser):
         self._cluster = cluster
 
     async def initialize(self, node: ClusterNode | None = None) -> None:
-        candidates = [node] if node is not None else []
-        candidates += [n for n in self._cluster.get_nodes() if n is not node]
-        for index, candidate in enumerate(candidates):
-            try:
-                await super().initialize(candidate)
-                return
-            except LOST:
-                if index == len(candidates) - 1:
-                    raise
+        initialize = super().initialize
+        await first_answer(nodes_from(self._cluster, node), initialize)
 
     async def get_keys(self, *args: Any) -> tuple[str, ...] | None:
         if len(args) > 3 and str(args[0]).upper() in ("FCALL", "FCALL_RO"):
@@ -446,10 +439,8 @@ class _Cluster(RedisCluster):
                    ) -> tuple[str, str | None, int | None]:
         """(the call's name, its node, its slot) for UnavailableError."""
         if str(args[0]).upper() in ("FCALL", "FCALL_RO") and len(args) > 3 and int(args[2]):
-            slot = self.keyslot(args[3])
-            owner = self.nodes_manager.slots_cache.get(slot)
-            return (f"{args[0]} {args[1]}", node_of(exc) or (owner[0].name if owner else None),
-                    slot)
+            slot, owner = slot_owner(self, args[3])
+            return f"{args[0]} {args[1]}", node_of(exc) or owner, slot
         return str(args[0]), node_of(exc), None
 
 

@@ -42,6 +42,15 @@ class FeedRepair:
     """The size estimate as set, counted from the entries kept."""
 
 
+def stored_count(raw: bytes | str | None, most: int) -> int | None:
+    """A counter key's value as the library reads it (lua/lib/50_feed.lua):
+    at most 16 digits and at most ``most``, else None."""
+    text = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
+    if text is None or not text.isdigit() or len(text) > 16 or int(text) > most:
+        return None
+    return int(text)
+
+
 def _sequence(entry_id: bytes) -> int | None:
     """The sequence of a library entry id ``<sequence>-0``, else None."""
     head, _, tail = entry_id.partition(b"-")
@@ -76,8 +85,8 @@ async def _repair(client: Redis, ns: str) -> FeedRepair:
             size += EVENT_OVERHEAD + sum(len(k) + len(v) for k, v in fields.items())
     got = await client.get(counter_key)
     raw = got.decode(errors="replace") if isinstance(got, bytes) else got
-    counter = int(raw) if raw is not None and raw.isdigit() and len(raw) <= 16 else None
-    if counter is not None and last <= counter <= MAX_SEQUENCE:
+    counter = stored_count(raw, MAX_SEQUENCE)
+    if counter is not None and last <= counter:
         last = counter  # events after the last one kept were trimmed
     if removed or await _jammed(client, feed, last):
         await _rebuild(client, ns, set(removed))

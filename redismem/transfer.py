@@ -90,10 +90,19 @@ def _floats(blob: bytes) -> list[float]:
         ValueError: not a whole number of float32 values, or NaN or infinity
             among them (written raw: JSON has no such numbers).
     """
-    values = np.frombuffer(blob, dtype="<f4")
-    if not np.isfinite(values).all():
-        raise ValueError("the embedding holds NaN or infinity")
-    return cast(list[float], values.astype(float).tolist())
+    problem = embedding_problem(blob)
+    if problem:
+        raise ValueError(f"the embedding {problem}")
+    return cast(list[float], np.frombuffer(blob, dtype="<f4").astype(float).tolist())
+
+
+def embedding_problem(blob: bytes) -> str | None:
+    """Why stored embedding bytes are not float32 values the library wrote, or None."""
+    if not blob or len(blob) % 4:
+        return f"is {len(blob)} bytes, not float32 values"
+    if not np.isfinite(np.frombuffer(blob, dtype="<f4")).all():
+        return "holds NaN or infinity"
+    return None
 
 
 def _redis(mem: Memory) -> Any:
@@ -253,31 +262,35 @@ async def _thread_events(mem: Memory, thread: str) -> AsyncIterator[dict[str, An
         start = "(" + entries[-1][0].decode()
 
 
-async def _memories(mem: Memory, user: str) -> AsyncIterator[dict[str, Any]]:
+async def memory_fields(mem: Memory, user: str
+                        ) -> AsyncIterator[tuple[str, bytes, bytes | None]]:
+    """(memory id, record, embedding) of each stored long-term memory of ``user``."""
     ns = mem.namespace
-    ids = [i.decode() for i in await _redis(mem).zrange(K.memories(ns, user), 0, -1)]
+    ids = [i.decode(errors="replace")
+           for i in await _redis(mem).zrange(K.memories(ns, user), 0, -1)]
     for first in range(0, len(ids), _PAGE):
         pipe = _redis(mem).pipeline(transaction=False)
         for memory_id in ids[first:first + _PAGE]:
             pipe.hmget(K.memory(ns, user, memory_id), "rec", "emb")
-        for rec, emb in await pipe.execute():
-            if rec is None:
-                continue
-            problem = memory_problem(rec, emb)
-            if problem is None:  # else not written by the library: `redismem audit` reports it
-                yield {"type": "memory", "memory": json.loads(rec),
-                       "embedding": _floats(emb) if emb else None}
+        for memory_id, (rec, emb) in zip(ids[first:first + _PAGE], await pipe.execute(),
+                                         strict=True):
+            if rec is not None:
+                yield memory_id, rec, emb
+
+
+async def _memories(mem: Memory, user: str) -> AsyncIterator[dict[str, Any]]:
+    async for _, rec, emb in memory_fields(mem, user):
+        if memory_problem(rec, emb) is None:  # else `redismem audit` reports it
+            yield {"type": "memory", "memory": json.loads(rec),
+                   "embedding": _floats(emb) if emb else None}
 
 
 def memory_problem(rec: bytes, emb: bytes | None) -> str | None:
     """Why a long-term memory's stored fields were not written by the library, or None."""
     if memory_from_json(rec) is None:
         return "its record is not a long-term memory as JSON"
-    if emb is not None and (len(emb) % 4 or not emb):
-        return f"its embedding is {len(emb)} bytes, not float32 values"
-    if emb is not None and not np.isfinite(np.frombuffer(emb, dtype="<f4")).all():
-        return "its embedding holds NaN or infinity"
-    return None
+    problem = None if emb is None else embedding_problem(emb)
+    return None if problem is None else f"its embedding {problem}"
 
 
 async def export_records(mem: Memory, plan: Survey) -> AsyncIterator[dict[str, Any]]:
