@@ -74,12 +74,19 @@ async def test_value_inclusion_boundary_in_events(rmem: redismem.Memory) -> None
     assert big.value is None and big.value_omitted
 
 
+def _ms(time: tuple[int, int]) -> int:
+    return int(time[0]) * 1000 + int(time[1]) // 1000
+
+
 async def test_retention_trims_and_expired_cursor_raises(rmem: redismem.Memory) -> None:
     scope = rmem.global_scope()
-    await rmem.configure(feed_retention_ms=50)
+    retention = 2000  # the new events stay younger than this, even on a loaded machine
+    await rmem.configure(feed_retention_ms=retention)
     for start in range(0, 300, 100):
         await scope.set_many({f"old{i}": i for i in range(start, start + 100)})
-    await asyncio.sleep(0.1)
+    written = _ms(await rmem.client.time())
+    while _ms(await rmem.client.time()) <= written + retention:  # the server's clock
+        await asyncio.sleep(0.05)
     for i in range(3):  # sequences 301..303: no multiple of 16 passed, nothing trimmed yet
         await scope.set(f"new{i}", i)
     assert (await scope.changes(limit=1)).oldest_sequence == 1
