@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from . import _json, limits
@@ -19,6 +20,7 @@ from .errors import (
     InvalidRevisionError,
     InvalidTTLError,
     InvalidValueError,
+    RequestTooLargeError,
     ValueTooLargeError,
 )
 
@@ -157,6 +159,21 @@ def batch_size(count: int) -> None:
     """Check the number of items of one batch call."""
     if count > limits.MAX_BATCH:
         raise InvalidArgumentError(f"at most {limits.MAX_BATCH} items per call, got {count}")
+
+
+def check_merge_patch(patch: Mapping[str, Any]) -> None:
+    """Refuse a merge patch with more object members, at all levels, than
+    one merge reads (the server also counts the stored value's)."""
+    count, stack = 0, [patch]
+    while stack:
+        members = stack.pop()
+        count += len(members)
+        if count > limits.MAX_MERGE_MEMBERS:
+            raise RequestTooLargeError(
+                f"a merge reads at most {limits.MAX_MERGE_MEMBERS} object members, of the "
+                "patch and the stored value together; this patch has more: write the value "
+                "with set")
+        stack.extend(v for v in members.values() if isinstance(v, Mapping))
 
 
 def check_setting(name: object, value: object) -> int | str:

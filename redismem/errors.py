@@ -96,7 +96,9 @@ class InvalidExportError(InvalidArgumentError):
 
 class RequestTooLargeError(InvalidArgumentError):
     """One write call would carry more bytes (keys and arguments) than the
-    namespace's ``max_call_bytes``; split it into smaller calls."""
+    namespace's ``max_call_bytes``; split it into smaller calls. Also a
+    ``merge`` that would read more than ``limits.MAX_MERGE_MEMBERS`` object
+    members (write such a value with ``set``)."""
 
     code = "request_too_large"
 

@@ -49,8 +49,11 @@ MAX_VECTOR_DIM = 4096
 MAX_METADATA_BYTES = 16_384
 """Largest vector metadata, as canonical JSON."""
 MAX_TOP_K = 1000
-MAX_APPEND_ITEMS = 1_000_000
+MAX_APPEND_ITEMS = 10_000
 """The largest ``max_items`` of ``append``."""
+MAX_MERGE_MEMBERS = 5_000
+"""Object members one ``merge`` reads: the patch's and the stored value's
+together, at every level the patch reaches (bounds its server time)."""
 MAX_EVENTS_PER_CALL = 100_000
 """Events one append or replace call may carry, and the most one read of a
 thread returns (read in pages of MAX_EVENTS_PER_READ)."""

@@ -333,10 +333,16 @@ class MemoryScope:
 
         Returns:
             The new revision.
+
+        Raises:
+            RequestTooLargeError: the merge would read more than
+                ``limits.MAX_MERGE_MEMBERS`` object members of the patch and the
+                stored value together (write such a value with ``set``).
         """
         check.check_key(key)
         if not isinstance(patch, Mapping):
             raise InvalidArgumentError(f"patch must be a dict, got {type(patch).__name__}")
+        check.check_merge_patch(patch)
         text = check.canonical_json(dict(patch), self._conn.max_value_bytes)
         revision, _ = await self._modify(key, "merge", text, ttl_seconds)
         return revision

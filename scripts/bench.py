@@ -552,10 +552,31 @@ async def bench_stall(url: str, n: int) -> list[dict[str, Any]]:
                 with pinger.measure() as result:
                     await scope.append("biglist", 2)
                 rows.append({"op": "append to a 500,000-item list", "result": result})
-            patch = {f"m{i}": i for i in range(70_000)}
-            with pinger.measure() as result:
-                await scope.merge("bigobject", patch)
-            rows.append({"op": "merge of a 70,000-member patch", "result": result})
+            cap = redismem.limits.MAX_APPEND_ITEMS
+            for _ in range(3):
+                with pinger.measure() as result:
+                    await scope.append("biglist", 2, max_items=cap)
+                rows.append({"op": f"append with max_items={cap:,} to a 500,000-item list",
+                             "result": result})
+            members = redismem.limits.MAX_MERGE_MEMBERS
+            for _ in range(3):
+                await scope.delete("bigobject")
+                with pinger.measure() as result:
+                    await scope.merge("bigobject", {f"m{i}": i for i in range(members)})
+                rows.append({"op": f"merge of a {members:,}-member patch", "result": result})
+            await scope.set("bigobject", {f"m{i}": i for i in range(members - 1)})
+            for i in range(3):
+                with pinger.measure() as result:
+                    await scope.merge("bigobject", {f"m{i}": None})
+                rows.append({"op": f"merge into a {members:,}-member object", "result": result})
+                await scope.merge("bigobject", {f"m{i}": i})
+            prefix = "p" * 60
+            for _ in range(3):
+                await scope.delete("bigobject")
+                with pinger.measure() as result:
+                    await scope.merge("bigobject", {f"{prefix}{i:06d}": i for i in range(members)})
+                rows.append({"op": f"merge of {members:,} names sharing 60 bytes",
+                             "result": result})
             vectors_ = [(f"v{i}", rng.standard_normal(dim).tolist()) for i in range(vector_count)]
             for _ in range(3):
                 with pinger.measure() as result:

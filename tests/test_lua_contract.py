@@ -164,6 +164,7 @@ def test_lua_and_python_limits_agree() -> None:
         "max_feed_bytes_ceiling": limits.MAX_FEED_BYTES_CEILING,
         "min_feed_bytes_setting": limits.MIN_FEED_BYTES_SETTING,
         "max_append_items": limits.MAX_APPEND_ITEMS,
+        "max_merge_members": limits.MAX_MERGE_MEMBERS,
         "max_vector_dim": limits.MAX_VECTOR_DIM,
         "max_metadata_bytes": limits.MAX_METADATA_BYTES,
         "max_events_per_call": limits.MAX_EVENTS_PER_CALL,

@@ -15,12 +15,16 @@
   ARGV[6] request id ('' = none; lib/55_requests.lua)   ARGV[7] key
   ARGV[8] incr | append | merge
   ARGV[9] incr: the integer to add (|n| <= 2^53 - 1); append: the item
-          (JSON); merge: the patch (a JSON object; null members delete)
-  ARGV[10] append only, optional: max_items ('' = no cap; 1..1000000)
+          (JSON); merge: the patch (a JSON object; null members delete; the
+          merge reads at most max_merge_members object members of the patch
+          and the stored value, at the levels the patch reaches)
+  ARGV[10] append only, optional: max_items ('' = no cap; 1..max_append_items;
+           the list is read from its end, as far as the items kept)
   Reply: {new revision, the new value's JSON for incr, else ''} (the kept
          reply when the request id was applied already).
   Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_KEY, INVALID_JSON, INVALID_TTL,
-          VALUE_TOO_LARGE, REQUEST_TOO_LARGE, WRONG_TYPE (incr of a value
+          VALUE_TOO_LARGE, REQUEST_TOO_LARGE (also a merge past
+          max_merge_members), WRONG_TYPE (incr of a value
           that is not an integer, append to one that is not a list),
           REVISION_LIMIT, FEED_CORRUPT
   Feed: one "set" event carrying the new value.                          ]]
@@ -53,22 +57,13 @@ local function new_value(op, stored, operand, max_items)
       end
       return '[' .. body .. ',' .. operand .. ']'
     end
-    local items = {}
-    if stored then
-      local node = json_parse(stored, 1)
-      if node.t ~= 'array' then
-        fail('WRONG_TYPE', 'append needs a list, the key holds ' .. show(stored))
-      end
-      for _, item in ipairs(node.v) do
-        items[#items + 1] = string.sub(stored, item.s, item.e)
-      end
+    if stored and string.byte(stored, skip_space(stored, 1)) ~= 91 then
+      fail('WRONG_TYPE', 'append needs a list, the key holds ' .. show(stored))
     end
-    items[#items + 1] = operand
-    local first = max_items and math.max(1, #items - max_items + 1) or 1
-    return '[' .. table.concat(items, ',', first) .. ']'
+    local kept = stored and json_list_tail(stored, max_items - 1) or ''
+    return kept == '' and '[' .. operand .. ']' or '[' .. kept .. ',' .. operand .. ']'
   end
-  local target = stored and json_parse(stored, LIMITS.max_json_depth)
-  return json_merge(stored, target, operand, json_parse(operand, LIMITS.max_json_depth))
+  return json_merge(stored, operand, {left = LIMITS.max_merge_members})
 end
 
 local function modify_value(keys, args)
@@ -89,7 +84,7 @@ local function modify_value(keys, args)
     operand = parse_int('the increment', operand, -LIMITS.max_revision, LIMITS.max_revision)
   elseif op == 'append' or op == 'merge' then
     check_json(operand, w.settings.max_value_bytes)
-    if op == 'merge' and json_parse(operand, 0).t ~= 'object' then
+    if op == 'merge' and string.byte(operand, skip_space(operand, 1)) ~= 123 then
       fail('INVALID_ARGUMENT', 'a merge patch must be a JSON object, got ' .. show(operand))
     end
     if op == 'append' and args[10] and args[10] ~= '' then
