@@ -9,7 +9,7 @@ error for that entry and go on; :func:`audit` lists them all.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -18,11 +18,24 @@ from redis.exceptions import ResponseError
 from . import _json, limits
 from . import _validate as check
 from . import keys as K
+from .errors import InvalidArgumentError
 from .feed import Entries, parse_event
 from .memory import Memory
 from .repair import stored_count
 from .scope import entry_problem
-from .transfer import _names, embedding_problem, memory_fields, memory_problem, survey
+from .transfer import (
+    _names,
+    _scan_if_permitted,
+    embedding_problem,
+    memory_fields,
+    memory_problem,
+    survey,
+)
+
+
+def _now_ms(time: tuple[int, int]) -> int:
+    seconds, micros = time
+    return int(seconds) * 1000 + int(micros) // 1000
 
 
 @dataclass(frozen=True)
@@ -46,7 +59,7 @@ def _value_problem(got: list[Any]) -> str | None:
 
 def _common_problem(rev: Any, ts: Any, by: Any) -> str | None:
     try:
-        if int(rev) < 1 or int(ts) < 0:
+        if not 1 <= int(rev) <= limits.MAX_REVISION or int(ts) < 0:
             return "rev or ts is out of range"
         check.check_id("by", by.decode())
     except (TypeError, ValueError, AttributeError):
@@ -55,18 +68,85 @@ def _common_problem(rev: Any, ts: Any, by: Any) -> str | None:
 
 
 def _vector_problem(got: list[Any]) -> str | None:
-    emb, meta, rev, ts, by = got
+    emb, meta, rev, ts, by, dim = got
     if emb is None:
         return "emb is not float32 bytes"
     problem = embedding_problem(emb)
     if problem:
         return f"emb {problem}"
+    if dim != str(len(emb) // 4).encode():
+        return f"its dimension tag _dim is {dim!r}, its embedding has {len(emb) // 4} numbers " \
+               "(searches of that dimension miss it)"
     try:
         if not isinstance(_json.loads(meta), dict):
             return "meta is not a JSON object"
     except (TypeError, ValueError) as exc:
         return f"meta is not strict JSON: {exc}"
     return _common_problem(rev, ts, by)
+
+
+def _expiry_problem(expires: int, recorded: float | None, now: int) -> str | None:
+    """Where an entry's expiry (PEXPIRETIME: -1 none) and its record in the
+    scope's expiry zset disagree; readers go by the record."""
+    if recorded is None:
+        if expires >= 0:
+            return (f"it expires at {expires} ms with no expiry record: it will vanish with "
+                    "no feed event")
+        return None
+    at = int(recorded)
+    if expires < 0:
+        hidden = "readers already hide it" if at <= now else "readers will hide it then"
+        return f"its expiry record says {at} ms, but it never expires: {hidden}"
+    if expires != at:
+        return f"it expires at {expires} ms, its expiry record says {at} ms"
+    return None
+
+
+_CHECKS: dict[K.Kind, tuple[Callable[[str, str, str, str], str], tuple[str, ...],
+                           Callable[[list[Any]], str | None]]] = {
+    "value": (K.value, ("v", "rev", "ts", "by"), _value_problem),
+    "vector": (K.vector, ("emb", "meta", "rev", "ts", "by", "_dim"), _vector_problem)}
+
+
+async def _scope_entries(mem: Memory, kind: K.Kind, scope: str, sid: str,
+                         now: int) -> AsyncIterator[Finding]:
+    """The listed entries of one scope, their expiry records, and entries
+    no listing names (those only when this credential may SCAN)."""
+    client, ns = mem.client, mem.namespace
+    build, fields, problem_of = _CHECKS[kind]
+    listing, expiry = K.names(ns, kind, scope, sid), K.expiry(ns, kind, scope, sid)
+    listed: set[str] = set()
+    bad: list[bytes] = []
+    async for page in _names(mem, listing, bad):
+        pipe = client.pipeline(transaction=False)
+        for name in page:
+            pipe.hmget(build(ns, scope, sid, name), *fields)
+            pipe.pexpiretime(build(ns, scope, sid, name))
+            pipe.zscore(expiry, name)
+        replies = await pipe.execute()
+        for i, name in enumerate(page):
+            listed.add(name)
+            got, expires, recorded = replies[3 * i:3 * i + 3]
+            key = build(ns, scope, sid, name)
+            try:
+                check.check_key(name)
+            except InvalidArgumentError as exc:
+                yield Finding(listing, f"lists {name[:80]!r}, not a key the library writes: {exc}")
+                continue
+            if all(part is None for part in got):
+                if recorded is None or int(recorded) > now:
+                    yield Finding(key, "listed, but there is no entry (and no expiry removed it)")
+                continue  # else expired: the next write of the scope unlists it
+            problem = problem_of(got) or _expiry_problem(int(expires), recorded, now)
+            if problem:
+                yield Finding(key, problem)
+    for raw in bad:
+        yield Finding(listing, f"lists {raw[:80]!r}, a name that is not UTF-8 (readers skip it)")
+    prefix = build(ns, scope, sid, "")
+    for key in await _scan_if_permitted(client, K.glob_escape(prefix) + "*"):
+        if key[len(prefix):] not in listed:
+            yield Finding(key, "an entry its scope's listing does not name: readers, keys() and "
+                          "exports do not see it")
 
 
 _REPAIR = "run `redismem repair-feed --namespace NS`"
@@ -100,25 +180,11 @@ async def audit(mem: Memory) -> AsyncIterator[Finding]:
     namespace that the library did not write (what a raw command left)."""
     client, ns = mem.client, mem.namespace
     found = await survey(mem)
-    checks = {"value": (K.value, ("v", "rev", "ts", "by"), _value_problem),
-              "vector": (K.vector, ("emb", "meta", "rev", "ts", "by"), _vector_problem)}
-    for kind, (build, fields, problem_of) in checks.items():
+    now = _now_ms(await client.time())
+    for kind in ("value", "vector"):
         for scope, sid in found.scopes.get(kind, []):
-            bad: list[bytes] = []
-            async for page in _names(mem, K.names(ns, kind, scope, sid),  # type: ignore[arg-type]
-                                     bad):
-                pipe = client.pipeline(transaction=False)
-                for name in page:
-                    pipe.hmget(build(ns, scope, sid, name), *fields)
-                for name, got in zip(page, await pipe.execute(), strict=True):
-                    if all(part is None for part in got):
-                        continue  # expired or deleted since it was listed
-                    problem = problem_of(got)
-                    if problem:
-                        yield Finding(build(ns, scope, sid, name), problem)
-            for raw in bad:
-                yield Finding(K.names(ns, kind, scope, sid),  # type: ignore[arg-type]
-                              f"lists {raw[:80]!r}, a name that is not UTF-8 (readers skip it)")
+            async for finding in _scope_entries(mem, kind, scope, sid, now):
+                yield finding
     async for finding in _feed_state(client, ns):
         yield finding
     start = "-"

@@ -57,8 +57,10 @@ def entry_problem(raw: bytes, revision: int) -> str | None:
 
 def _parsed(raw: bytes, revision: int) -> tuple[Any, str | None]:
     """A stored value's JSON, or why it was not written by the library."""
-    if revision < 1:
+    if revision == 0:
         return None, "it has no revision"
+    if not 1 <= revision <= limits.MAX_REVISION:
+        return None, f"its revision is not an integer in 1..{limits.MAX_REVISION}"
     try:
         return _json.loads(raw), None
     except ValueError as exc:

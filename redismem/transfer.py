@@ -213,8 +213,10 @@ async def _entries(mem: Memory, kind: K.Kind, scope: str, sid: str,
                 continue  # expired or deleted since it was listed
             *content, rev, ts, by = got
             try:
+                if not 1 <= int(rev) <= limits.MAX_REVISION:
+                    raise ValueError(f"revision {rev!r}")
                 record: dict[str, Any] = {
-                    "type": kind, "scope": scope, "scope_id": sid, "key": name,
+                    "type": kind, "scope": scope, "scope_id": sid, "key": check.check_key(name),
                     "revision": int(rev), "ts": int(ts), "by": check.check_id("by", by.decode()),
                     "expires_at": int(expires) if int(expires) > 0 else None}
                 if kind == "value":

@@ -493,3 +493,63 @@ async def test_a_garbage_scope_member_and_a_nan_vector_are_left_out_and_audited(
     found = {f.key: f.problem async for f in audit(rmem)}
     assert "names no scope" in found[K.scopes(ns)]
     assert "NaN" in found[K.vector(ns, "session", "s", "w")]
+
+
+async def test_audit_finds_every_listing_expiry_and_range_break(
+        mem: redismem.Memory, backend_url: str, tmp_path: Any) -> None:
+    """The raw writes of the probe that audit passed: each is a finding,
+    and the entries the library wrote (an expired one included) are not.
+    Export leaves the bad ones out, and import takes what it wrote."""
+    import asyncio
+    import io
+
+    from redismem import transfer
+    from redismem.audit import audit
+
+    ns, scope, client = mem.namespace, mem.session("s"), mem.client
+    names = ["fine", "ghost", "hidden", "vanish", "unlisted", "big_rev", "neg_rev", "gone"]
+    await scope.set_many({name: 1 for name in names if name != "ghost"})
+    await scope.set("short", 1, ttl_seconds=0.05)
+    await scope.set_vector("v2", [1.0, 0.0])
+    await scope.set_vector("vfine", [0.0, 1.0])
+    value = lambda name: K.value(ns, "session", "s", name)  # noqa: E731
+    listing, expiry = K.names(ns, "value", "session", "s"), K.expiry(ns, "value", "session", "s")
+    await client.zadd(listing, {"ghost": 0, "bad\x01name": 0})
+    await client.zadd(expiry, {"hidden": 1})
+    await client.pexpireat(value("vanish"), 4102444800000)
+    await client.zrem(listing, "unlisted")
+    await client.hset(value("big_rev"), "rev", 2**53 + 1)
+    await client.hset(value("neg_rev"), "rev", -5)
+    await client.delete(value("gone"))
+    await client.zadd(expiry, {"gone": 1})  # as if it expired: nothing to report
+    await client.hset(K.vector(ns, "session", "s", "v2"), "_dim", 3)
+    while await client.exists(value("short")):
+        await asyncio.sleep(0.01)  # until the server has expired it
+    found = {f.key: f.problem async for f in audit(mem)}
+    expected = {
+        value("ghost"): "listed, but there is no entry",
+        listing: "not a key the library writes",
+        value("hidden"): "readers already hide it",
+        value("vanish"): "with no expiry record",
+        value("big_rev"): "revision is not an integer",
+        value("neg_rev"): "revision is not an integer",
+        K.vector(ns, "session", "s", "v2"): "_dim",
+        value("unlisted"): "listing does not name",
+    }
+    assert set(found) == set(expected), found
+    for key, words in expected.items():
+        assert words in found[key], (key, found[key])
+    out = io.StringIO()  # export leaves out what audit flags, so import takes all it wrote
+    await transfer.export_namespace(mem, out.write)
+    records = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert sorted(r["key"] for r in records if r["type"] == "value") == [
+        "fine", "hidden", "vanish"]  # "unlisted": listed nowhere, so audit alone sees it
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text(out.getvalue())
+    async with redismem.RedisMemoryStore(backend_url, namespace=ns + "copy") as store:
+        result = await transfer.import_file(store, dump)
+    assert result.written["value"] == 3
+    for name in ("big_rev", "neg_rev"):  # get and get_many agree
+        with pytest.raises(redismem.CorruptEntryError, match="revision is not an integer"):
+            await scope.get(name)
+        assert "revision is not an integer" in str((await scope.get_many([name]))[name].error)

@@ -462,11 +462,6 @@ json_node = function(text, pos, levels)
   return node, after
 end
 
--- The top-level node of checked text, read `levels` deep.
-local function json_parse(text, levels)
-  return (json_node(text, 1, levels))
-end
-
 -- The decoded string of a field json_error recorded, or nil when it is not one.
 local function json_field_string(text, field)
   if field.b ~= 34 then
