@@ -13,20 +13,21 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
-from redis.exceptions import ResponseError
+from redis.exceptions import NoPermissionError, ResponseError
 
 from . import _json, limits
 from . import _validate as check
 from . import keys as K
+from . import vectors as V
 from .errors import InvalidArgumentError
-from .feed import Entries, parse_event
+from .feed import LAST_STREAM_ID, Entries, parse_event
 from .memory import Memory
 from .repair import stored_count
 from .scope import entry_problem
 from .transfer import (
+    Survey,
     _names,
     _scan_if_permitted,
-    embedding_problem,
     memory_fields,
     memory_problem,
     survey,
@@ -71,7 +72,7 @@ def _vector_problem(got: list[Any]) -> str | None:
     emb, meta, rev, ts, by, dim = got
     if emb is None:
         return "emb is not float32 bytes"
-    problem = embedding_problem(emb)
+    problem = V.embedding_problem(emb)
     if problem:
         return f"emb {problem}"
     if dim != str(len(emb) // 4).encode():
@@ -179,14 +180,78 @@ async def audit(mem: Memory) -> AsyncIterator[Finding]:
     """Every value, vector, feed entry and thread event of ``mem``'s
     namespace that the library did not write (what a raw command left)."""
     client, ns = mem.client, mem.namespace
-    found = await survey(mem)
+    broken: set[str] = set()
+    async for finding in _key_types(client, ns):
+        broken.add(finding.key)
+        yield finding
+    try:
+        found = await survey(mem)
+    except ResponseError as exc:  # a registry of another type, reported above
+        found = Survey({}, [], [], 0, [])
+        if not broken:
+            yield Finding(K.scopes(ns), f"the registries cannot be read: {exc}")
     now = _now_ms(await client.time())
     for kind in ("value", "vector"):
         for scope, sid in found.scopes.get(kind, []):
-            async for finding in _scope_entries(mem, kind, scope, sid, now):
+            async for finding in _guarded(_scope_entries(mem, kind, scope, sid, now),
+                                          K.names(ns, kind, scope, sid)):
                 yield finding
-    async for finding in _feed_state(client, ns):
+    async for finding in _guarded(_feed_state(client, ns), K.feed(ns), broken):
         yield finding
+    async for finding in _guarded(_feed_entries(client, ns), K.feed(ns), broken):
+        yield finding
+    for member in found.bad_scopes:
+        yield Finding(K.scopes(ns), f"lists {member[:80]!r}, which names no scope "
+                      "(exports and audits leave it out)")
+    for member in found.bad_threads:
+        yield Finding(K.threads(ns), f"lists {member[:80]!r}, which is no thread id "
+                      "(exports and audits leave it out)")
+    for member in found.bad_users:
+        yield Finding(K.memory_users(ns), f"lists {member[:80]!r}, which is no UTF-8 "
+                      "(exports and audits leave it out)")
+    for user in found.users:
+        async for finding in _guarded(_memories(mem, user), K.memories(ns, user)):
+            yield finding
+    for thread in found.threads:
+        async for finding in _guarded(_thread(client, ns, thread), K.thread_events(ns, thread)):
+            yield finding
+
+
+_TYPES: dict[Callable[[str], str], str] = {
+    K.sequence: "string", K.feed_size: "string", K.feed: "stream", K.config: "hash",
+    K.scopes: "zset", K.threads: "zset", K.memory_users: "zset", K.sessions: "zset",
+    K.memory_dim: "string"}
+
+
+async def _key_types(client: Any, ns: str) -> AsyncIterator[Finding]:
+    """The namespace's own keys that a raw command gave another Redis type."""
+    pipe = client.pipeline(transaction=False)
+    for key_of in _TYPES:
+        pipe.type(key_of(ns))
+    try:
+        types = await pipe.execute()
+    except NoPermissionError:  # a namespace role may not run TYPE: its reads say instead
+        return
+    for (key_of, expected), got in zip(_TYPES.items(), types, strict=True):
+        actual = got.decode() if isinstance(got, bytes) else str(got)
+        if actual not in ("none", expected):
+            yield Finding(key_of(ns), f"is a Redis {actual}, the library keeps a {expected} "
+                          "there: its readers fail until it is deleted")
+
+
+async def _guarded(findings: AsyncIterator[Finding], key: str,
+                   reported: set[str] | None = None) -> AsyncIterator[Finding]:
+    """``findings``, and where a key of another Redis type stops them, a
+    finding saying so (unless ``key`` was reported already)."""
+    try:
+        async for finding in findings:
+            yield finding
+    except ResponseError as exc:
+        if reported is None or key not in reported:
+            yield Finding(key, f"cannot be read, a raw command changed a key's type: {exc}")
+
+
+async def _feed_entries(client: Any, ns: str) -> AsyncIterator[Finding]:
     start = "-"
     while True:
         entries = cast(Entries, await client.xrange(K.feed(ns), min=start, max="+", count=1000))
@@ -194,22 +259,23 @@ async def audit(mem: Memory) -> AsyncIterator[Finding]:
             event = parse_event(entry_id, entry)
             if event.error:
                 yield Finding(f"{K.feed(ns)} {entry_id.decode()}", event.error)
-        if len(entries) < 1000:
+        if len(entries) < 1000 or entries[-1][0].decode() == LAST_STREAM_ID:
             break
         start = "(" + entries[-1][0].decode()
-    for member in found.bad_scopes:
-        yield Finding(K.scopes(ns), f"lists {member[:80]!r}, which names no scope "
-                      "(exports and audits leave it out)")
-    for user in found.users:
-        async for memory_id, rec, emb in memory_fields(mem, user):
-            problem = memory_problem(rec, emb)
-            if problem:
-                yield Finding(K.memory(ns, user, memory_id), problem)
-    for thread in found.threads:
-        events_key = K.thread_events(ns, thread)
-        for entry_id, entry in cast(Entries, await client.xrange(events_key)):
-            try:
-                _json.loads(entry[b"e"])
-            except (KeyError, ValueError) as exc:
-                yield Finding(f"{events_key} {entry_id.decode()}",
-                              f"not an event the library wrote: {exc}")
+
+
+async def _memories(mem: Memory, user: str) -> AsyncIterator[Finding]:
+    async for memory_id, rec, emb in memory_fields(mem, user):
+        problem = memory_problem(rec, emb)
+        if problem:
+            yield Finding(K.memory(mem.namespace, user, memory_id), problem)
+
+
+async def _thread(client: Any, ns: str, thread: str) -> AsyncIterator[Finding]:
+    events_key = K.thread_events(ns, thread)
+    for entry_id, entry in cast(Entries, await client.xrange(events_key)):
+        try:
+            _json.loads(entry[b"e"])
+        except (KeyError, ValueError) as exc:
+            yield Finding(f"{events_key} {entry_id.decode()}",
+                          f"not an event the library wrote: {exc}")

@@ -17,7 +17,7 @@ from . import _json, limits
 from . import keys as K
 from ._validate import limit_arg
 from .errors import CursorExpiredError, InvalidArgumentError
-from .functions import acl_refusals
+from .functions import refusals
 from .types import ChangePage, MemoryChangeEvent
 
 Stop = asyncio.Event | Callable[[], bool] | None
@@ -106,6 +106,8 @@ def _library_event(entry_id: bytes, fields: dict[bytes, bytes]) -> MemoryChangeE
 
 
 _MAX_ID_PART = 18_446_744_073_709_551_615
+LAST_STREAM_ID = f"{_MAX_ID_PART}-{_MAX_ID_PART}"
+"""The largest stream id: a range cannot start past it (a raw XADD can take it)."""
 
 
 def after_id(sequence: int) -> str:
@@ -148,7 +150,7 @@ async def read_page(client: Redis, ns: str, after: int, limit: int | None,
     Raises:
         PermissionDeniedError: this credential may not read the feed (a worker).
     """
-    with acl_refusals():
+    with refusals():
         return await _read_page(client, ns, after, limit, wanted)
 
 
@@ -160,7 +162,7 @@ async def _read_page(client: Redis, ns: str, after: int, limit: int | None,
     items: list[MemoryChangeEvent] = []
     cursor = after
     budget = max(_SCAN_PAGES * limit, _READ_BATCH)
-    while budget > 0 and len(items) < limit:
+    while budget > 0 and len(items) < limit and cursor < _MAX_ID_PART:  # else nothing follows
         entries = cast(Entries, await client.xrange(K.feed(ns), min=after_id(cursor), max="+",
                                                     count=min(_READ_BATCH, budget)))
         if not entries:
@@ -187,7 +189,7 @@ async def watch(client: Redis, ns: str, wanted: EventFilter, after: int | None, 
         CursorExpiredError: events after ``after`` were trimmed by retention.
         PermissionDeniedError: this credential may not read the feed (a worker).
     """
-    with acl_refusals():
+    with refusals():
         async for event in _watch(client, ns, wanted, after, interval, stop):
             yield event
 

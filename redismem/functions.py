@@ -33,6 +33,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from . import keys as K
 from . import limits
 from .errors import (
+    CorruptEntryError,
     LibraryDigestError,
     LibraryVersionError,
     NotReplicatedError,
@@ -370,24 +371,35 @@ def function_missing(exc: ResponseError) -> bool:
 
 
 def _mapped_error(exc: ResponseError, key: str | None = None) -> RedisMemError | ResponseError:
-    """Our exception for a Lua error reply or an ACL refusal, or ``exc``
-    itself when neither."""
-    return from_reply(str(exc), key=key) or denied(exc) or exc
+    """Our exception for a Lua error reply, an ACL refusal or a key of the
+    wrong type, or ``exc`` itself when none of these."""
+    return from_reply(str(exc), key=key) or denied(exc) or wrong_type(exc, key) or exc
+
+
+def wrong_type(exc: ResponseError, key: str | None = None) -> CorruptEntryError | None:
+    """CorruptEntryError for a WRONGTYPE reply: a raw command replaced one of
+    the namespace's keys with another Redis type."""
+    text = str(exc)
+    if "WRONGTYPE" not in text:  # also in a pipeline's "Command # n (...) caused error"
+        return None
+    return CorruptEntryError(f"a key of this namespace holds the wrong Redis type (a raw "
+                             f"command wrote it; `redismem audit` names it): {text}", key=key)
 
 
 _ACL_REFUSALS = ("NOPERM", "No permissions", "ACL failure")
 
 
 @contextlib.contextmanager
-def acl_refusals() -> Iterator[None]:
-    """Raise PermissionDeniedError for an ACL refusal of a direct command."""
+def refusals(key: str | None = None) -> Iterator[None]:
+    """Raise PermissionDeniedError for an ACL refusal of a direct command,
+    CorruptEntryError for a key of the wrong type."""
     try:
         yield
     except ResponseError as exc:
-        refused = denied(exc)
-        if refused is None:
+        mapped = denied(exc) or wrong_type(exc, key)
+        if mapped is None:
             raise
-        raise refused from None
+        raise mapped from None
 
 
 def denied(exc: ResponseError) -> PermissionDeniedError | None:
@@ -653,7 +665,8 @@ class Functions:
         oldest first, appended before ``before`` ("" = the newest)."""
         reply = await self._call("redismem_recent_events", keys,
                                  [ns, thread, str(limit), before], read_only=True)
-        return [(i.decode(), body) for i, body in zip(reply[::2], reply[1::2], strict=True)]
+        return [(i.decode(errors="replace"), body)  # a raw member may be no UTF-8
+                for i, body in zip(reply[::2], reply[1::2], strict=True)]
 
     async def events_since(self, keys: Sequence[str], ns: str, thread: str, since_ms: int,
                            limit: int, offset: int = 0) -> list[tuple[str, bytes | None]]:
@@ -662,7 +675,8 @@ class Functions:
         reply = await self._call("redismem_events_since", keys,
                                  [ns, thread, str(since_ms), str(limit), str(offset)],
                                  read_only=True)
-        return [(i.decode(), body) for i, body in zip(reply[::2], reply[1::2], strict=True)]
+        return [(i.decode(errors="replace"), body)  # a raw member may be no UTF-8
+                for i, body in zip(reply[::2], reply[1::2], strict=True)]
 
     async def drop_events(self, keys: Sequence[str], ns: str, thread: str,
                           events: Sequence[tuple[str, str]]) -> tuple[int, int]:

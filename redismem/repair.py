@@ -20,8 +20,8 @@ from typing import cast
 from redis.asyncio import Redis
 
 from . import keys as K
-from .feed import Entries
-from .functions import acl_refusals
+from .feed import LAST_STREAM_ID, Entries
+from .functions import refusals
 from .limits import MAX_SEQUENCE
 
 EVENT_OVERHEAD = 64
@@ -68,7 +68,7 @@ async def repair_feed(client: Redis, ns: str) -> FeedRepair:
     Raises:
         PermissionDeniedError: the credential may not run XDEL/XSETID/SET.
     """
-    with acl_refusals():
+    with refusals():
         return await _repair(client, ns)
 
 
@@ -103,7 +103,7 @@ async def _entries(client: Redis, stream: str) -> AsyncIterator[tuple[bytes, dic
         entries = cast(Entries, await client.xrange(stream, min=start, max="+", count=1000))
         for entry in entries:
             yield entry
-        if len(entries) < 1000:
+        if len(entries) < 1000 or entries[-1][0].decode() == LAST_STREAM_ID:
             return
         start = "(" + entries[-1][0].decode()
 

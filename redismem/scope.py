@@ -23,7 +23,7 @@ from .errors import (
     InvalidVectorError,
     RequestTooLargeError,
 )
-from .functions import acl_refusals, is_cluster, request_bytes
+from .functions import is_cluster, refusals, request_bytes
 from .types import (
     ChangePage,
     KeyKind,
@@ -521,13 +521,13 @@ class MemoryScope:
         floor = V.check_min_score(min_score)
         wanted_ef = V.check_ef_runtime(ef_runtime)
         tokens = V.filter_tokens(filter)
-        if self._conn.search:
-            with acl_refusals():  # FT.* refused to this role: PermissionDeniedError
+        with refusals():  # FT.* refused to this role: PermissionDeniedError; a raw
+            if self._conn.search:  # key of another type: CorruptEntryError
                 matches = await self._indexed_search(blob, dim, top_k, tokens, wanted_ef)
-        elif self._vector_count(dim, await self._dims()):
-            matches = await self._search_exact(blob, dim, top_k, filter)
-        else:
-            matches = []
+            elif self._vector_count(dim, await self._dims()):
+                matches = await self._search_exact(blob, dim, top_k, filter)
+            else:
+                matches = []
         return [m for m in matches if floor is None or m.score >= floor]
 
     async def explain_search(self, query: Any, top_k: int = 10, *,
@@ -663,8 +663,9 @@ class MemoryScope:
             chunk = names[start:start + 1000]
             found = await self._conn.functions.get_vectors([self._vector_key(n) for n in chunk])
             for name, (blob, meta, revision) in zip(chunk, found, strict=True):
-                if blob is None or meta is None or len(blob) != 4 * dim:
-                    continue
+                if blob is None or meta is None or len(blob) != 4 * dim or (
+                        V.embedding_problem(blob)):
+                    continue  # not written by the library: `redismem audit` reports it
                 try:
                     metadata = _json.loads(meta)
                 except ValueError:

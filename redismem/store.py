@@ -37,7 +37,9 @@ from .errors import (
     InvalidMemoryError,
     InvalidVectorError,
 )
+from .functions import refusals
 from .memory import Memory, connect
+from .repair import stored_count
 from .types import (
     CompactionResult,
     JsonValue,
@@ -203,6 +205,17 @@ def _from_dict(cls: Any, data: Mapping[str, Any], error: type[InvalidArgumentErr
         return cls(**data)
     except TypeError as exc:
         raise error(f"{cls.__name__}: {exc}") from None
+
+
+_STREAM_ID = re.compile(r"\d{1,20}-\d{1,20}")
+
+
+def _utf8(raw: bytes) -> bool:
+    try:
+        raw.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _user_key(user_id: str | None) -> str:
@@ -436,6 +449,7 @@ class RedisMemoryStore:
             if not page:
                 break
             found += page
+        found = [item for item in found if _STREAM_ID.fullmatch(item[0])]  # else a raw member
         found.sort(key=lambda item: tuple(int(part) for part in item[0].split("-")))
         key = K.thread_events(self.namespace, thread_id)
         return [event_from_json(body, key, stream_id) for stream_id, body in found
@@ -506,9 +520,11 @@ class RedisMemoryStore:
 
     async def list_threads(self) -> list[tuple[str, int]]:
         """(thread id, timestamp of its last appended event), most recent first."""
-        rows = cast(list[tuple[bytes, float]], await self.memory.client.zrevrange(
-            K.threads(self.namespace), 0, -1, withscores=True))
-        return [(name.decode(), int(score)) for name, score in rows]
+        with refusals(K.threads(self.namespace)):
+            rows = cast(list[tuple[bytes, float]], await self.memory.client.zrevrange(
+                K.threads(self.namespace), 0, -1, withscores=True))
+        return [(name.decode(), int(score)) for name, score in rows
+                if _utf8(name) and math.isfinite(score)]  # else a raw ZADD
 
     # state: revisioned values in the thread's session scope
 
@@ -588,6 +604,11 @@ class RedisMemoryStore:
         """Records of a user, newest first, optionally with their embeddings."""
         user = _user_key(user_id)
         _check_scope(scope)
+        with refusals():  # a key of another Redis type: CorruptEntryError naming it
+            return await self._memory_pages(user, scope, limit, embeddings)
+
+    async def _memory_pages(self, user: str, scope: str | None, limit: int | None,
+                            embeddings: bool) -> list[tuple[LongTermMemory, bytes | None]]:
         client, ns = self.memory.client, self.namespace
         found: list[tuple[LongTermMemory, bytes | None]] = []
         start, page = 0, 500
@@ -598,8 +619,8 @@ class RedisMemoryStore:
                 break
             start += page
             pipe = client.pipeline(transaction=False)
-            for memory_id in ids:
-                pipe.hmget(K.memory(ns, user, memory_id.decode()), "rec", "emb")
+            for memory_id in ids:  # a name that is no UTF-8 (raw) names no record
+                pipe.hmget(K.memory(ns, user, memory_id.decode(errors="replace")), "rec", "emb")
             for rec, emb in await pipe.execute():
                 if rec is None:
                     continue
@@ -653,10 +674,15 @@ class RedisMemoryStore:
         floor = V.check_min_score(min_score)
         user = _user_key(user_id)
         _check_scope(scope)
-        stored = await self.memory.client.get(K.memory_dim(self.namespace))
+        dim_key = K.memory_dim(self.namespace)
+        with refusals(dim_key):
+            stored = await self.memory.client.get(dim_key)
         if stored is None:
             return []
-        if int(stored) != dim:
+        if stored_count(stored, limits.MAX_VECTOR_DIM) != dim:
+            if stored_count(stored, limits.MAX_VECTOR_DIM) is None:
+                raise CorruptEntryError(f"{dim_key} holds {stored[:40]!r}, not a dimension "
+                                        "(a raw write; `redismem audit` names it)", key=dim_key)
             raise InvalidVectorError(f"the query has dimension {dim}; this namespace's memory "
                                      f"embeddings have dimension {int(stored)}")
         if self.memory.capabilities.search:
@@ -678,7 +704,8 @@ class RedisMemoryStore:
     def _rank_exact(records: Sequence[tuple[LongTermMemory, bytes | None]], query: np.ndarray,
                     limit: int) -> list[tuple[LongTermMemory, float]]:
         with_vectors = [(m, np.frombuffer(e, dtype="<f4")) for m, e in records
-                        if e is not None and len(e) == 4 * query.size]
+                        if e is not None and len(e) == 4 * query.size
+                        and V.embedding_problem(e) is None]  # else raw: audit names it
         ranked = V.rank_exact(query, [(m.id, vec, {}, i) for i, (m, vec)
                                       in enumerate(with_vectors)], limit)
         return [(with_vectors[match.revision][0], match.score) for match in ranked]

@@ -54,7 +54,8 @@ from . import _validate as check
 from . import keys as K
 from . import vectors as V
 from .errors import InvalidExportError, RedisMemError
-from .functions import request_bytes
+from .feed import LAST_STREAM_ID
+from .functions import refusals, request_bytes
 from .memory import Memory
 from .stats import scan_keys
 from .store import (
@@ -90,19 +91,10 @@ def _floats(blob: bytes) -> list[float]:
         ValueError: not a whole number of float32 values, or NaN or infinity
             among them (written raw: JSON has no such numbers).
     """
-    problem = embedding_problem(blob)
+    problem = V.embedding_problem(blob)
     if problem:
         raise ValueError(f"the embedding {problem}")
     return cast(list[float], np.frombuffer(blob, dtype="<f4").astype(float).tolist())
-
-
-def embedding_problem(blob: bytes) -> str | None:
-    """Why stored embedding bytes are not float32 values the library wrote, or None."""
-    if not blob or len(blob) % 4:
-        return f"is {len(blob)} bytes, not float32 values"
-    if not np.isfinite(np.frombuffer(blob, dtype="<f4")).all():
-        return "holds NaN or infinity"
-    return None
 
 
 def _redis(mem: Memory) -> Any:
@@ -129,6 +121,10 @@ class Survey:
     total: int
     bad_scopes: list[bytes] = field(default_factory=list)
     """Members of the scopes registry that name no scope (raw writes)."""
+    bad_threads: list[bytes] = field(default_factory=list)
+    """Members of the threads registry that are no thread id (raw writes)."""
+    bad_users: list[bytes] = field(default_factory=list)
+    """Members of the memory users registry that are no UTF-8 (raw writes)."""
 
 
 async def _scan_if_permitted(client: Any, pattern: str) -> list[str]:
@@ -163,15 +159,25 @@ async def survey(mem: Memory) -> Survey:
         scopes[kind] = sorted(found | {K.scope_of(ns, key) for key in keys})
         for scope, sid in scopes[kind]:
             total += int(await client.zcard(K.names(ns, kind, scope, sid)))
-    threads = [t.decode() for t in await client.zrange(K.threads(ns), 0, -1)]
+    threads, bad_threads = [], []
+    for member in await client.zrange(K.threads(ns), 0, -1):
+        try:
+            threads.append(check.check_id("thread id", member.decode()))
+        except ValueError:  # a raw ZADD: `redismem audit` says
+            bad_threads.append(member)
     for thread in threads:
         total += int(await client.xlen(K.thread_events(ns, thread)))
-    users = sorted({u.decode() for u in await client.zrange(K.memory_users(ns), 0, -1)}
-                   | {K.user_of(ns, key)
-                      for key in await _scan_if_permitted(client, K.memories_pattern(ns))})
+    listed_users, bad_users = set(), []
+    for member in await client.zrange(K.memory_users(ns), 0, -1):
+        try:
+            listed_users.add(member.decode())
+        except UnicodeDecodeError:  # a raw ZADD: `redismem audit` says
+            bad_users.append(member)
+    users = sorted(listed_users | {K.user_of(ns, key) for key in
+                                   await _scan_if_permitted(client, K.memories_pattern(ns))})
     for user in users:
         total += int(await client.zcard(K.memories(ns, user)))
-    return Survey(scopes, threads, users, total, bad)
+    return Survey(scopes, threads, users, total, bad, bad_threads, bad_users)
 
 
 async def _names(mem: Memory, zset: str, bad: list[bytes] | None = None
@@ -260,7 +266,13 @@ async def _thread_events(mem: Memory, thread: str) -> AsyncIterator[dict[str, An
         if not entries:
             return
         for _, entry in entries:
-            yield {"type": "event", "event": json.loads(entry[b"e"])}
+            try:
+                event = json.loads(entry[b"e"])
+            except (KeyError, ValueError):
+                continue  # not written by the library: `redismem audit` reports it
+            yield {"type": "event", "event": event}
+        if entries[-1][0].decode() == LAST_STREAM_ID:
+            return  # a raw XADD took the last id there is: nothing can follow
         start = "(" + entries[-1][0].decode()
 
 
@@ -291,7 +303,7 @@ def memory_problem(rec: bytes, emb: bytes | None) -> str | None:
     """Why a long-term memory's stored fields were not written by the library, or None."""
     if memory_from_json(rec) is None:
         return "its record is not a long-term memory as JSON"
-    problem = None if emb is None else embedding_problem(emb)
+    problem = None if emb is None else V.embedding_problem(emb)
     return None if problem is None else f"its embedding {problem}"
 
 
@@ -300,7 +312,7 @@ async def export_records(mem: Memory, plan: Survey) -> AsyncIterator[dict[str, A
     client, ns = _redis(mem), mem.namespace
     yield {"type": "header", "format": FORMAT, "version": VERSION, "namespace": ns,
            "exported_at": _now_ms(), "library_version": mem.capabilities.library_version}
-    explicit = {k.decode(): v.decode() for k, v in (await client.hgetall(K.config(ns))).items()}
+    explicit = {k.decode(errors="replace") for k in await client.hgetall(K.config(ns))}
     settings = await mem.settings()
     yield {"type": "settings", "settings": {k: settings[k] for k in sorted(explicit)
                                             if k in settings}}
@@ -331,14 +343,20 @@ async def export_namespace(mem: Memory, write: Callable[[str], Any],
                            progress: Progress | None = None, plan: Survey | None = None
                            ) -> ExportSummary:
     """Write every record of ``mem``'s namespace through ``write``, one line
-    (with its newline) per call; ``progress`` gets the number of records done."""
-    plan = plan or await survey(mem)
-    summary = ExportSummary(mem.namespace)
-    async for record in export_records(mem, plan):
-        write(_line(record) + "\n")
-        summary.records[record["type"]] = summary.records.get(record["type"], 0) + 1
-        if progress:
-            progress(1)
+    (with its newline) per call; ``progress`` gets the number of records done.
+
+    Raises:
+        CorruptEntryError: a raw command replaced one of the namespace's keys
+            with another Redis type (the message names it).
+    """
+    with refusals():
+        plan = plan or await survey(mem)
+        summary = ExportSummary(mem.namespace)
+        async for record in export_records(mem, plan):
+            write(_line(record) + "\n")
+            summary.records[record["type"]] = summary.records.get(record["type"], 0) + 1
+            if progress:
+                progress(1)
     return summary
 
 

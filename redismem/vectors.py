@@ -495,6 +495,18 @@ def search_rows(reply: Any) -> list[tuple[bytes, dict[bytes, bytes]]]:
             for doc_id, fields in zip(reply[1::2], reply[2::2], strict=True) if fields]
 
 
+def embedding_problem(blob: bytes) -> str | None:
+    """Why stored embedding bytes are not float32 values the library wrote, or None."""
+    if not blob or len(blob) % 4:
+        return f"is {len(blob)} bytes, not float32 values"
+    values = np.frombuffer(blob, dtype="<f4")
+    if not np.isfinite(values).all():
+        return "holds NaN or infinity"
+    if not values.any():
+        return "is the zero vector"
+    return None
+
+
 def rank_exact(query: np.ndarray, candidates: Sequence[tuple[str, np.ndarray, dict[str, Any], int]],
                top_k: int) -> list[VectorMatch]:
     """Exact cosine ranking with numpy (float64 arithmetic on float32 inputs);

@@ -30,7 +30,8 @@ local function events_since(keys, args)
                          limit)
   local page, bytes = {}, 0
   for _, id in ipairs(ids) do
-    local entry = redis.call('XRANGE', events_key, id, id)[1]
+    local found = redis.pcall('XRANGE', events_key, id, id) -- a raw member may be no stream id
+    local entry = not found.err and found[1]
     if entry then
       page[#page + 1] = id
       page[#page + 1] = entry[2][2]
@@ -38,7 +39,7 @@ local function events_since(keys, args)
       if bytes >= LIMITS.trim_slice_bytes then
         break
       end
-    else -- a stale index entry: keep its place so the offsets stay right
+    else -- a stale (or raw) index entry: keep its place so the offsets stay right
       page[#page + 1] = id
       page[#page + 1] = false
     end
