@@ -117,6 +117,8 @@ async def _scope_entries(mem: Memory, kind: K.Kind, scope: str, sid: str,
     build, fields, problem_of = _CHECKS[kind]
     listing, expiry = K.names(ns, kind, scope, sid), K.expiry(ns, kind, scope, sid)
     listed: set[str] = set()
+    live: dict[str, int] = {}  # name -> revision of each entry that has one
+    dims: dict[int, int] = {}  # vectors: dimension -> entries
     bad: list[bytes] = []
     async for page in _names(mem, listing, bad):
         pipe = client.pipeline(transaction=False)
@@ -141,6 +143,16 @@ async def _scope_entries(mem: Memory, kind: K.Kind, scope: str, sid: str,
             problem = problem_of(got) or _expiry_problem(int(expires), recorded, now)
             if problem:
                 yield Finding(key, problem)
+            revision = stored_count(got[fields.index("rev")], limits.MAX_REVISION)
+            if revision:
+                live[name] = revision
+            if kind == "vector" and got[0] and len(got[0]) % 4 == 0:
+                dims[len(got[0]) // 4] = dims.get(len(got[0]) // 4, 0) + 1
+    async for finding in _issued(client, K.revisions(ns, kind, scope, sid), live):
+        yield finding
+    if kind == "vector":
+        async for finding in _dimension_counts(client, K.vector_dims(ns, scope, sid), dims):
+            yield finding
     for raw in bad:
         yield Finding(listing, f"lists {raw[:80]!r}, a name that is not UTF-8 (readers skip it)")
     prefix = build(ns, scope, sid, "")
@@ -148,6 +160,38 @@ async def _scope_entries(mem: Memory, kind: K.Kind, scope: str, sid: str,
         if key[len(prefix):] not in listed:
             yield Finding(key, "an entry its scope's listing does not name: readers, keys() and "
                           "exports do not see it")
+
+
+async def _issued(client: Any, revisions: str, live: dict[str, int]) -> AsyncIterator[Finding]:
+    """Revisions hash fields that are no revision, or below the live entry's:
+    the next write of that name would reuse a revision a reader saw."""
+    async for name, issued in client.hscan_iter(revisions, count=1000):
+        count = stored_count(issued, limits.MAX_REVISION)
+        shown = name[:80].decode(errors="replace")
+        if count is None:
+            yield Finding(revisions, f"holds {issued[:40]!r} for {shown!r}, not a revision "
+                          "(the next write of it starts again from the entry's own)")
+        elif count < live.get(shown, 0):
+            yield Finding(revisions, f"says {count} is the last revision issued to {shown!r}, "
+                          f"whose entry has revision {live[shown]}")
+
+
+async def _dimension_counts(client: Any, vdims: str,
+                            dims: dict[int, int]) -> AsyncIterator[Finding]:
+    """The scope's count of vectors per dimension against its entries
+    (searches go by it: a dimension counted 0 is not searched)."""
+    stored: dict[int, int] = {}
+    for field, value in (await client.hgetall(vdims)).items():
+        dim, count = stored_count(field, limits.MAX_VECTOR_DIM), stored_count(value, 2**53)
+        if dim is None or count is None:
+            yield Finding(vdims, f"holds {field[:20]!r} -> {value[:20]!r}, not a dimension "
+                          "and a count")
+        elif count:
+            stored[dim] = count
+    if any(count > stored.get(dim, 0) for dim, count in dims.items()):
+        # fewer counted than held (more counted is left by entries that expired)
+        yield Finding(vdims, f"counts vectors per dimension as {dict(sorted(stored.items()))}, "
+                      f"the scope holds {dict(sorted(dims.items()))}")
 
 
 _REPAIR = "run `redismem repair-feed --namespace NS`"

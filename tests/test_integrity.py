@@ -497,8 +497,9 @@ async def test_a_garbage_scope_member_and_a_nan_vector_are_left_out_and_audited(
 
 async def test_audit_finds_every_listing_expiry_and_range_break(
         mem: redismem.Memory, backend_url: str, tmp_path: Any) -> None:
-    """The raw writes of the probe that audit passed: each is a finding,
-    and the entries the library wrote (an expired one included) are not.
+    """The raw writes of the probe that audit passed, and raw writes to the
+    revisions and dimension counts: each is a finding, and the entries the
+    library wrote (an expired one included) are not.
     Export leaves the bad ones out, and import takes what it wrote."""
     import asyncio
     import io
@@ -523,6 +524,8 @@ async def test_audit_finds_every_listing_expiry_and_range_break(
     await client.delete(value("gone"))
     await client.zadd(expiry, {"gone": 1})  # as if it expired: nothing to report
     await client.hset(K.vector(ns, "session", "s", "v2"), "_dim", 3)
+    await client.hset(K.revisions(ns, "value", "session", "s"), "fine", "abc")
+    await client.hset(K.vector_dims(ns, "session", "s"), "2", 1)  # two 2-d vectors there
     while await client.exists(value("short")):
         await asyncio.sleep(0.01)  # until the server has expired it
     found = {f.key: f.problem async for f in audit(mem)}
@@ -535,6 +538,8 @@ async def test_audit_finds_every_listing_expiry_and_range_break(
         value("neg_rev"): "revision is not an integer",
         K.vector(ns, "session", "s", "v2"): "_dim",
         value("unlisted"): "listing does not name",
+        K.revisions(ns, "value", "session", "s"): "not a revision",
+        K.vector_dims(ns, "session", "s"): "counts vectors per dimension as {2: 1}",
     }
     assert set(found) == set(expected), found
     for key, words in expected.items():
@@ -553,3 +558,17 @@ async def test_audit_finds_every_listing_expiry_and_range_break(
         with pytest.raises(redismem.CorruptEntryError, match="revision is not an integer"):
             await scope.get(name)
         assert "revision is not an integer" in str((await scope.get_many([name]))[name].error)
+
+
+async def test_audit_finds_a_revision_record_below_the_live_entry(mem: redismem.Memory) -> None:
+    """A raw HSET lowering the last issued revision: after a delete, the next
+    write would reuse a revision a reader already saw."""
+    from redismem.audit import audit
+
+    scope = mem.session("s")
+    await scope.set("k", 1)
+    await scope.set("k", 2)
+    await mem.client.hset(K.revisions(mem.namespace, "value", "session", "s"), "k", 1)
+    found = [(f.key, f.problem) async for f in audit(mem)]
+    assert found == [(K.revisions(mem.namespace, "value", "session", "s"),
+                      "says 1 is the last revision issued to 'k', whose entry has revision 2")]
