@@ -316,10 +316,39 @@ async def _memories(mem: Memory, user: str) -> AsyncIterator[Finding]:
 
 
 async def _thread(client: Any, ns: str, thread: str) -> AsyncIterator[Finding]:
+    """A thread's events, and its two indexes against them: the timestamp
+    zset (stream id -> the event's timestamp; get_events_since reads it) and
+    the id hash (event id -> stream id; appends stay idempotent by it)."""
     events_key = K.thread_events(ns, thread)
+    held: dict[str, tuple[str, int] | None] = {}  # stream id -> (event id, timestamp)
     for entry_id, entry in cast(Entries, await client.xrange(events_key)):
+        stream_id = entry_id.decode()
+        held[stream_id] = None
         try:
-            _json.loads(entry[b"e"])
-        except (KeyError, ValueError) as exc:
-            yield Finding(f"{events_key} {entry_id.decode()}",
-                          f"not an event the library wrote: {exc}")
+            event = _json.loads(entry[b"e"])
+            held[stream_id] = (str(event["id"]), int(event["timestamp"]))
+        except (KeyError, ValueError, TypeError) as exc:
+            yield Finding(f"{events_key} {stream_id}", f"not an event the library wrote: {exc}")
+    times, ids = K.thread_times(ns, thread), K.thread_ids(ns, thread)
+    indexed: set[str] = set()
+    async for member, score in client.zscan_iter(times, count=1000):
+        stream_id = member.decode(errors="replace")
+        indexed.add(stream_id)
+        if stream_id not in held:
+            yield Finding(times, f"indexes {stream_id!r}, an entry the thread does not hold")
+        elif (found := held[stream_id]) is not None and found[1] != score:
+            yield Finding(times, f"gives {stream_id} the timestamp {score!r}, its event has "
+                          f"{found[1]}: get_events_since misplaces it")
+    for stream_id, found in held.items():
+        if found is not None and stream_id not in indexed:
+            yield Finding(times, f"misses {stream_id}: get_events_since never returns it")
+    named: set[str] = set()
+    async for event_id, stream_id in client.hscan_iter(ids, count=1000):
+        name, target = event_id.decode(errors="replace"), stream_id.decode(errors="replace")
+        named.add(name)
+        if (held.get(target) or ("", 0))[0] != name:
+            yield Finding(ids, f"maps event {name!r} to {target!r}, which holds no such event")
+    for found in held.values():
+        if found is not None and found[0] not in named:
+            yield Finding(ids, f"misses event {found[0]!r}: appending it again would store it "
+                          "twice")

@@ -572,3 +572,34 @@ async def test_audit_finds_a_revision_record_below_the_live_entry(mem: redismem.
     found = [(f.key, f.problem) async for f in audit(mem)]
     assert found == [(K.revisions(mem.namespace, "value", "session", "s"),
                       "says 1 is the last revision issued to 'k', whose entry has revision 2")]
+
+
+async def test_audit_checks_a_threads_indexes_against_its_events(
+        backend_url: str, ns: str) -> None:
+    """The timestamp zset and the event id hash of a thread, written raw:
+    each mismatch with the events is a finding; a thread the library wrote
+    (appends, a repeated append, a compaction) has none."""
+    from redismem.audit import audit
+
+    async with redismem.RedisMemoryStore(backend_url, namespace=ns) as store:
+        events = [redismem.MemoryEvent(f"e{i}", "th", None, "message", 1000 + i, {"n": i})
+                  for i in range(6)]
+        await store.append_events("th", events)
+        await store.append_events("th", events[:2])  # stored once
+        await store.compact_thread("th", redismem.RetentionPolicy(4, [], 1000))
+        mem = store.memory
+        assert [f async for f in audit(mem)] == []
+        client = mem.client
+        times, ids = K.thread_times(ns, "th"), K.thread_ids(ns, "th")
+        stream_ids = [entry_id.decode() for entry_id, _ in
+                      await client.xrange(K.thread_events(ns, "th"))]
+        await client.zadd(times, {"9-9": 1, stream_ids[0]: 5})
+        await client.zrem(times, stream_ids[1])
+        await client.hset(ids, "ghost", stream_ids[2])
+        await client.hdel(ids, "e5")
+        found = [(f.key, f.problem) async for f in audit(mem)]
+    assert [key for key, _ in found] == [times] * 3 + [ids] * 2
+    problems = " | ".join(problem for _, problem in found)
+    for words in ("indexes '9-9'", "the timestamp 5.0", f"misses {stream_ids[1]}",
+                  "maps event 'ghost'", "misses event 'e5'"):
+        assert words in problems, (words, problems)
