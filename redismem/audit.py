@@ -69,7 +69,7 @@ def _common_problem(rev: Any, ts: Any, by: Any) -> str | None:
 
 
 def _vector_problem(got: list[Any]) -> str | None:
-    emb, meta, rev, ts, by, dim = got
+    emb, meta, rev, ts, by, dim, _scope_tag, tokens = got
     if emb is None:
         return "emb is not float32 bytes"
     problem = V.embedding_problem(emb)
@@ -79,10 +79,16 @@ def _vector_problem(got: list[Any]) -> str | None:
         return f"its dimension tag _dim is {dim!r}, its embedding has {len(emb) // 4} numbers " \
                "(searches of that dimension miss it)"
     try:
-        if not isinstance(_json.loads(meta), dict):
-            return "meta is not a JSON object"
+        metadata = _json.loads(meta)
     except (TypeError, ValueError) as exc:
         return f"meta is not strict JSON: {exc}"
+    if not isinstance(metadata, dict):
+        return "meta is not a JSON object"
+    scalars = {name: value for name, value in metadata.items()
+               if isinstance(value, str | int | float | bool)}
+    if (tokens or b"").decode(errors="replace") != ",".join(V.filter_tokens(scalars)):
+        return "its filter tags _meta do not match its metadata (filtered searches miss it " \
+               "or find it wrongly)"
     return _common_problem(rev, ts, by)
 
 
@@ -106,7 +112,8 @@ def _expiry_problem(expires: int, recorded: float | None, now: int) -> str | Non
 _CHECKS: dict[K.Kind, tuple[Callable[[str, str, str, str], str], tuple[str, ...],
                            Callable[[list[Any]], str | None]]] = {
     "value": (K.value, ("v", "rev", "ts", "by"), _value_problem),
-    "vector": (K.vector, ("emb", "meta", "rev", "ts", "by", "_dim"), _vector_problem)}
+    "vector": (K.vector, ("emb", "meta", "rev", "ts", "by", "_dim", "_sc", "_meta"),
+               _vector_problem)}
 
 
 async def _scope_entries(mem: Memory, kind: K.Kind, scope: str, sid: str,
@@ -141,6 +148,9 @@ async def _scope_entries(mem: Memory, kind: K.Kind, scope: str, sid: str,
                     yield Finding(key, "listed, but there is no entry (and no expiry removed it)")
                 continue  # else expired: the next write of the scope unlists it
             problem = problem_of(got) or _expiry_problem(int(expires), recorded, now)
+            if not problem and kind == "vector" and got[6] != V.scope_tag(scope, sid).encode():
+                problem = (f"its scope tag _sc is {got[6][:80]!r}, not its scope's: searches "
+                           "of its own scope miss it, another scope's may find it")
             if problem:
                 yield Finding(key, problem)
             revision = stored_count(got[fields.index("rev")], limits.MAX_REVISION)

@@ -512,7 +512,10 @@ async def test_audit_finds_every_listing_expiry_and_range_break(
     await scope.set_many({name: 1 for name in names if name != "ghost"})
     await scope.set("short", 1, ttl_seconds=0.05)
     await scope.set_vector("v2", [1.0, 0.0])
-    await scope.set_vector("vfine", [0.0, 1.0])
+    await scope.set_vector("vfine", [0.0, 1.0],
+                           {"f": 0.1, "i": 3, "b": True, "s": "\u00e9", "n": None, "l": [1]})
+    await scope.set_vector("vsc", [1.0, 1.0])
+    await scope.set_vector("vmeta", [1.0, 2.0], {"a": 1})
     value = lambda name: K.value(ns, "session", "s", name)  # noqa: E731
     listing, expiry = K.names(ns, "value", "session", "s"), K.expiry(ns, "value", "session", "s")
     await client.zadd(listing, {"ghost": 0, "bad\x01name": 0})
@@ -525,7 +528,9 @@ async def test_audit_finds_every_listing_expiry_and_range_break(
     await client.zadd(expiry, {"gone": 1})  # as if it expired: nothing to report
     await client.hset(K.vector(ns, "session", "s", "v2"), "_dim", 3)
     await client.hset(K.revisions(ns, "value", "session", "s"), "fine", "abc")
-    await client.hset(K.vector_dims(ns, "session", "s"), "2", 1)  # two 2-d vectors there
+    await client.hset(K.vector_dims(ns, "session", "s"), "2", 1)  # four 2-d vectors there
+    await client.hset(K.vector(ns, "session", "s", "vsc"), "_sc", b"session:other".hex())
+    await client.hset(K.vector(ns, "session", "s", "vmeta"), "_meta", "x")
     while await client.exists(value("short")):
         await asyncio.sleep(0.01)  # until the server has expired it
     found = {f.key: f.problem async for f in audit(mem)}
@@ -540,6 +545,8 @@ async def test_audit_finds_every_listing_expiry_and_range_break(
         value("unlisted"): "listing does not name",
         K.revisions(ns, "value", "session", "s"): "not a revision",
         K.vector_dims(ns, "session", "s"): "counts vectors per dimension as {2: 1}",
+        K.vector(ns, "session", "s", "vsc"): "scope tag _sc",
+        K.vector(ns, "session", "s", "vmeta"): "filter tags _meta",
     }
     assert set(found) == set(expected), found
     for key, words in expected.items():
