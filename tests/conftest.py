@@ -14,9 +14,12 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import fakeredis
 import pytest
+import redis
 
 import redismem
+from redismem.functions import bundled
 from redismem.server import EmbeddedServer, ServerState
 
 from .cluster import LocalCluster
@@ -113,3 +116,16 @@ def plain_redis(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str
     state = server.start()
     yield state.url
     server.stop()
+
+
+@pytest.fixture(scope="module", params=["redis", "memory"])
+def lua_client(request: pytest.FixtureRequest) -> Iterator[redis.Redis]:
+    """A client for raw FCALLs of the bundled library: on the real server,
+    and on fakeredis (the Lua that memory:// runs)."""
+    if request.param == "redis":
+        conn = redis.Redis.from_url(request.getfixturevalue("redis_url"))
+    else:
+        conn = fakeredis.FakeRedis(server=fakeredis.FakeServer())
+    conn.function_load(bundled().code, replace=True)
+    yield conn
+    conn.close()

@@ -7,10 +7,9 @@ from __future__ import annotations
 import json
 import struct
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-import fakeredis
 import numpy as np
 import pytest
 import redis
@@ -21,7 +20,6 @@ from redismem import _json
 from redismem import _validate as check
 from redismem import vectors as V
 from redismem.errors import InvalidArgumentError, InvalidMetadataError, InvalidVectorError
-from redismem.functions import bundled
 
 NS = b"jsonrules"
 Accepts = Callable[[bytes], bool]
@@ -29,15 +27,9 @@ SETTINGS = settings(max_examples=500, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
-@pytest.fixture(scope="module", params=["redis", "memory"])
-def client(request: pytest.FixtureRequest) -> Iterator[redis.Redis]:
-    if request.param == "redis":
-        conn = redis.Redis.from_url(request.getfixturevalue("redis_url"))
-    else:
-        conn = fakeredis.FakeRedis(server=fakeredis.FakeServer())
-    conn.function_load(bundled().code, replace=True)
-    yield conn
-    conn.close()
+@pytest.fixture(scope="module")
+def client(lua_client: redis.Redis) -> redis.Redis:
+    return lua_client
 
 
 def set_value(client: redis.Redis, *, key: bytes = b"k", value: bytes = b"1", ns: bytes = NS,

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
 from typing import Any
 
-import fakeredis
 import pytest
 import redis
 from hypothesis import HealthCheck, given, settings
@@ -20,7 +18,6 @@ from hypothesis import strategies as st
 import redismem
 from redismem import _json, limits
 from redismem.errors import RequestTooLargeError
-from redismem.functions import bundled
 
 from .test_model import merge_patch
 
@@ -29,15 +26,9 @@ SETTINGS = settings(max_examples=300, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
-@pytest.fixture(scope="module", params=["redis", "memory"])
-def client(request: pytest.FixtureRequest) -> Iterator[redis.Redis]:
-    if request.param == "redis":
-        conn = redis.Redis.from_url(request.getfixturevalue("redis_url"))
-    else:
-        conn = fakeredis.FakeRedis(server=fakeredis.FakeServer())
-    conn.function_load(bundled().code, replace=True)
-    yield conn
-    conn.close()
+@pytest.fixture(scope="module")
+def client(lua_client: redis.Redis) -> redis.Redis:
+    return lua_client
 
 
 def _keys(key: bytes) -> list[bytes]:

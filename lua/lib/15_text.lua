@@ -595,17 +595,7 @@ local function object_members(text, pos, budget)
     end
     pos = byte(text, after) == 58 and after + 1 or skip_space(text, skip_space(text, after) + 1)
     pos = skip_space(text, pos)
-    local b, stop = byte(text, pos), nil
-    if b == 123 or b == 91 then
-      stop = json_skip(text, pos)
-    elseif b == 34 then
-      stop = json_string_end(text, pos)
-    elseif LITERALS[b] then
-      stop = pos + #LITERALS[b]
-    else
-      local _, last = find(text, '^[%-%d%.eE%+]+', pos)
-      stop = last + 1
-    end
+    local b, stop = byte(text, pos), value_end(text, pos)
     members[#members + 1] = {name, sub(text, pos, stop - 1), b, quoted}
     b = byte(text, stop)
     if b == 44 then
