@@ -679,12 +679,13 @@ class RedisMemoryStore:
             stored = await self.memory.client.get(dim_key)
         if stored is None:
             return []
-        if stored_count(stored, limits.MAX_VECTOR_DIM) != dim:
-            if stored_count(stored, limits.MAX_VECTOR_DIM) is None:
-                raise CorruptEntryError(f"{dim_key} holds {stored[:40]!r}, not a dimension "
-                                        "(a raw write; `redismem audit` names it)", key=dim_key)
+        stored_dim = stored_count(stored, limits.MAX_VECTOR_DIM)
+        if stored_dim is None:
+            raise CorruptEntryError(f"{dim_key} holds {stored[:40]!r}, not a dimension "
+                                    "(a raw write; `redismem audit` names it)", key=dim_key)
+        if stored_dim != dim:
             raise InvalidVectorError(f"the query has dimension {dim}; this namespace's memory "
-                                     f"embeddings have dimension {int(stored)}")
+                                     f"embeddings have dimension {stored_dim}")
         if self.memory.capabilities.search:
             clauses = [V.tag_clause("_u", user.encode().hex())]
             if scope is not None:
