@@ -149,7 +149,8 @@ async def _scope_entries(mem: Memory, kind: K.Kind, scope: str, sid: str,
                 continue  # else expired: the next write of the scope unlists it
             problem = problem_of(got) or _expiry_problem(int(expires), recorded, now)
             if not problem and kind == "vector" and got[6] != V.scope_tag(scope, sid).encode():
-                problem = (f"its scope tag _sc is {got[6][:80]!r}, not its scope's: searches "
+                tag = "missing" if got[6] is None else f"{got[6][:80]!r}"
+                problem = (f"its scope tag _sc is {tag}, not its scope's: searches "
                            "of its own scope miss it, another scope's may find it")
             if problem:
                 yield Finding(key, problem)
