@@ -24,17 +24,8 @@ from . import server, stats, transfer, users
 from ._validate import check_id
 from .acl import NAMESPACE_ROLES, ROLES, Role
 from .errors import RedisMemError
-from .functions import (
-    Functions,
-    ServerLibrary,
-    bundled,
-    cluster_nodes,
-    is_cluster,
-    lowest_library,
-    node_client,
-    server_library,
-    server_version,
-)
+from .functions import Functions
+from .library import ServerLibrary, bundled, lowest_library, server_library, server_version
 from .memory import (
     MEMORY_URL,
     Memory,
@@ -46,6 +37,7 @@ from .memory import (
 )
 from .scope import MemoryScope
 from .store import RedisMemoryStore
+from .topology import cluster_nodes, is_cluster, node_client
 from .types import MemoryChangeEvent, RetentionPolicy
 
 T = TypeVar("T")
@@ -538,7 +530,7 @@ def index_cmd(url: str | None, namespace: str, dims: tuple[int, ...], as_json: b
 def load_functions(url: str | None, force: bool, as_json: bool) -> None:
     """Load the Lua library into a Redis server (on a cluster: into every
     primary), reporting the version replaced."""
-    from .functions import ensure_library_on_nodes
+    from .library import ensure_library_on_nodes
 
     async def run() -> dict[str, Any]:
         client = await open_client(await resolve_url(url))

@@ -1,368 +1,42 @@
-"""The Lua library: assemble it, load and version it, and call it.
+"""The typed wrapper of the Lua library's functions, and the mapping of
+Redis error replies to redismem's exceptions.
 
-The library is ``header.lua`` + ``lib/*.lua`` + ``functions/*.lua`` joined in
-that order (files in name order) into one ``#!lua name=redismem`` library.
 :class:`Functions` has one typed method per registered function and maps
-``CODE message`` error replies to the exception classes of :mod:`.errors`.
+``CODE message`` error replies to the exception classes of :mod:`.errors`;
+:func:`refusals` does the same for ACL refusals and keys of the wrong type
+of direct commands.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import re
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
-from typing import Any, Literal, TypeVar, cast
+from collections.abc import Iterator, Sequence
+from typing import Any, cast
 
-from redis.asyncio import ConnectionPool, Redis
+from redis.asyncio import Redis
 from redis.asyncio.cluster import PipelineCommand, RedisCluster
 from redis.exceptions import (
     AskError,
     MovedError,
     NoPermissionError,
-    ReadOnlyError,
     RedisError,
     ResponseError,
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from . import keys as K
 from . import limits
 from .errors import (
     CorruptEntryError,
-    LibraryDigestError,
-    LibraryVersionError,
     NotReplicatedError,
     PermissionDeniedError,
     RedisMemError,
     RequestTooLargeError,
-    UnavailableError,
     from_reply,
 )
+from .library import ensure_library
 from .retries import CLUSTER_TIMEOUT, LOST, persistently
-
-T = TypeVar("T")
-
-LIBRARY_NAME = "redismem"
-_REGISTER = re.compile(r"^register\('(redismem_\w+)'", re.MULTILINE)
-_VERSION = re.compile(r"^local LIBRARY_VERSION = (\d+)$", re.MULTILINE)
-
-
-def lua_dir() -> Path:
-    """The directory holding the Lua sources: inside the installed package, or
-    the repository's ``lua/`` for a source checkout or editable install."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "lua", here.parent / "lua"):
-        if (candidate / "header.lua").is_file():
-            return candidate
-    raise FileNotFoundError(f"redismem's Lua sources are missing (looked in {here / 'lua'})")
-
-
-@dataclass(frozen=True)
-class LibrarySource:
-    """The assembled library and what it registers."""
-
-    code: str
-    version: int
-    function_names: tuple[str, ...]
-
-    @property
-    def digest(self) -> str:
-        """The SHA-256 of the code: what a server's library must match to be
-        trusted as this version."""
-        return code_digest(self.code.encode())
-
-
-def code_digest(code: bytes) -> str:
-    return hashlib.sha256(code).hexdigest()
-
-
-def assemble(directory: Path) -> LibrarySource:
-    """Join the Lua files of ``directory`` into one library.
-
-    Raises:
-        FileNotFoundError: the header, lib/ or functions/ is missing or empty.
-        ValueError: a function is registered twice, or the version is missing.
-    """
-    header = directory / "header.lua"
-    parts = [header.read_text(encoding="utf-8")]
-    functions: list[str] = []
-    for sub in ("lib", "functions"):
-        files = sorted((directory / sub).glob("*.lua"))
-        if not files:
-            raise FileNotFoundError(f"no Lua files in {directory / sub}")
-        for path in files:
-            text = path.read_text(encoding="utf-8")
-            parts.append(f"-- {sub}/{path.name}\n{text}")
-            functions.extend(_REGISTER.findall(text))
-    duplicated = sorted({name for name in functions if functions.count(name) > 1})
-    if duplicated:
-        raise ValueError(f"Lua functions registered more than once: {', '.join(duplicated)}")
-    code = "\n".join(parts)
-    found = _VERSION.search(code)
-    if found is None:
-        raise ValueError("functions/version.lua does not set LIBRARY_VERSION")
-    return LibrarySource(code, int(found[1]), tuple(functions))
-
-
-@cache
-def bundled() -> LibrarySource:
-    """The library shipped with this package."""
-    return assemble(lua_dir())
-
-
-@dataclass(frozen=True)
-class LoadResult:
-    """What :func:`ensure_library` did: ``previous`` is None when none was loaded."""
-
-    action: Literal["loaded", "replaced", "unchanged"]
-    previous: int | None
-    version: int
-
-
-@dataclass(frozen=True)
-class ServerLibrary:
-    """The redismem library a server holds: its version and code digest."""
-
-    version: int
-    digest: str
-
-
-def is_cluster(client: Redis) -> bool:
-    """Whether ``client`` is a Redis Cluster client (redis-py's ``RedisCluster``)."""
-    return isinstance(client, RedisCluster)
-
-
-def on_namespace_node(client: Redis, ns: str) -> dict[str, Any]:
-    """Options that send a keyless command (``FT._LIST``) to the node holding
-    namespace ``ns``'s slot on a cluster; none on a single server."""
-    if is_cluster(client):
-        return {"target_nodes": cast(Any, client).get_node_from_key(K.feed(ns))}
-    return {}
-
-
-@dataclass(frozen=True)
-class ClusterNodeInfo:
-    """One node of a cluster as ``CLUSTER NODES`` lists it."""
-
-    id: str
-    host: str
-    port: int
-    primary: bool
-    replica_of: str | None
-    """The id of its primary (a replica), else None."""
-    slots: tuple[str, ...]
-    """Slot ranges it owns, e.g. ``0-5460``."""
-    healthy: bool
-
-    @property
-    def address(self) -> str:
-        return f"{self.host}:{self.port}"
-
-
-async def first_answer(nodes: Sequence[T], run: Callable[[T], Awaitable[Any]]) -> Any:
-    """``run(node)`` on each of ``nodes`` in turn until one answers; the
-    last one's lost connection is raised."""
-    for index, node in enumerate(nodes):
-        try:
-            return await run(node)
-        except LOST:
-            if index == len(nodes) - 1:
-                raise
-    raise AssertionError("no node to ask")
-
-
-def nodes_from(cluster: RedisCluster, first: Any) -> list[Any]:
-    """The cluster's nodes, ``first`` (when given) before the others."""
-    return [*([first] if first is not None else []),
-            *(n for n in cluster.get_nodes() if n is not first)]
-
-
-def slot_owner(cluster: RedisCluster, key: str | bytes) -> tuple[int, str | None]:
-    """The slot of ``key`` and ``host:port`` of its owner in the client's
-    slot map (None when no node holds it)."""
-    slot = cluster.keyslot(key)
-    owner = cluster.nodes_manager.slots_cache.get(slot)
-    return slot, owner[0].name if owner else None
-
-
-async def on_any_node(client: Redis, *args: Any) -> Any:
-    """A keyless command's reply from the first node of ``client``'s cluster
-    that answers, the default node first: any node can tell the cluster's
-    state, and the default one may be a primary that just died."""
-    cluster = cast(RedisCluster, client)
-    return await first_answer(nodes_from(cluster, cluster.get_default_node()),
-                              lambda node: node.execute_command(*args))
-
-
-async def cluster_nodes(client: Redis) -> list[ClusterNodeInfo]:
-    """Every node of the cluster (``CLUSTER NODES``), primaries that own no
-    slot yet included: redis-py itself knows only the slot owners."""
-    raw = await on_any_node(client, "CLUSTER", "NODES")
-    text = raw.decode() if isinstance(raw, bytes) else str(raw)
-    out = []
-    for line in text.splitlines():
-        fields = line.split()
-        flags = set(fields[2].split(","))
-        host, _, port = fields[1].split("@")[0].rpartition(":")
-        out.append(ClusterNodeInfo(
-            fields[0], host, int(port), "master" in flags,
-            None if fields[3] == "-" else fields[3],
-            tuple(f for f in fields[8:] if not f.startswith("[")),
-            not flags & {"fail", "fail?", "noaddr", "handshake"}))
-    return sorted(out, key=lambda n: (not n.primary, n.address))
-
-
-async def cluster_primaries(client: Redis) -> list[tuple[str, int]]:
-    """(host, port) of every healthy primary of the cluster, slots or not."""
-    return [(n.host, n.port) for n in await cluster_nodes(client) if n.primary and n.healthy]
-
-
-@contextlib.asynccontextmanager
-async def node_client(client: Redis, host: str, port: int) -> AsyncIterator[Redis]:
-    """A plain client to one node of ``client``'s cluster, with its credentials."""
-    node = cast(RedisCluster, client).get_default_node()
-    pool = ConnectionPool(connection_class=node.connection_class,
-                          **{**node.connection_kwargs, "host": host, "port": port})
-    plain = Redis(connection_pool=pool)
-    try:
-        yield plain
-    finally:
-        await plain.aclose()
-        await pool.disconnect()
-
-
-async def server_library(client: Redis) -> ServerLibrary | None:
-    """The redismem library loaded on the server, or None."""
-    listed = await cast(Awaitable[Any], client.function_list(library=LIBRARY_NAME,
-                                                               withcode=True))
-    if not listed:
-        return None
-    entry = listed[0]
-    fields = entry if isinstance(entry, dict) else dict(zip(entry[::2], entry[1::2], strict=True))
-    code = fields.get(b"library_code", fields.get("library_code", b""))
-    digest = code_digest(code if isinstance(code, bytes) else str(code).encode())
-    try:
-        version = int(await client.fcall_ro("redismem_version", 0))
-    except ResponseError:
-        version = 0  # a library without a working version function is older than any
-    return ServerLibrary(version, digest)
-
-
-async def on_primaries(client: Redis, run: Callable[[Redis], Awaitable[T]], *,
-                       reachable_only: bool = False) -> dict[str, T]:
-    """``run(node)`` on a plain client to each healthy primary of a cluster,
-    slots or not: ``{"host:port": result}``. With ``reachable_only``, a
-    primary that does not answer (dead, not yet marked failed) is left out."""
-    results = {}
-    for host, port in await cluster_primaries(client):
-        async with node_client(client, host, port) as plain:
-            try:
-                results[f"{host}:{port}"] = await run(plain)
-            except LOST:
-                if not reachable_only:
-                    raise
-    return results
-
-
-def lowest_library(libraries: Iterable[ServerLibrary | None]) -> ServerLibrary | None:
-    """The library every primary of a cluster holds: the one of the lowest
-    version; None when one has none (or none is listed)."""
-    found = list(libraries)
-    if not found or None in found:
-        return None
-    return min((lib for lib in found if lib is not None), key=lambda lib: lib.version)
-
-
-async def server_version(client: Redis) -> int | None:
-    """The version of the redismem library loaded on the server, or None; on
-    a cluster the lowest of its primaries' versions (None when one has none)."""
-    found = (lowest_library((await on_primaries(client, server_library)).values())
-             if is_cluster(client) else await server_library(client))
-    return None if found is None else found.version
-
-
-async def ensure_library(client: Redis, *, force: bool = False) -> LoadResult:
-    """Load the bundled library when the server lacks it or holds an older one
-    (on a cluster: on every primary). A library of this package's version is
-    trusted only when its code is this package's, byte for byte (SHA-256).
-
-    Args:
-        client: the connection.
-        force: replace the server's library even when it is newer or altered.
-
-    Raises:
-        LibraryVersionError: the server's library is newer (and not ``force``).
-        LibraryDigestError: the server's library claims this version with other
-            code (and not ``force``).
-    """
-    results = list((await ensure_library_on_nodes(client, force=force)).values())
-    changed = [r for r in results if r.action != "unchanged"]
-    return changed[0] if changed else results[0]
-
-
-async def ensure_library_on_nodes(client: Redis, *, force: bool = False
-                                  ) -> dict[str, LoadResult]:
-    """:func:`ensure_library` node by node: ``{"host:port": result}`` for
-    every primary of a cluster that answers, ``{"": result}`` for a single
-    server. A primary that is down is left out: its replica holds the
-    library by replication, and a node that lacks it when a call reaches
-    it gets it then (:meth:`Functions._call`)."""
-    if not is_cluster(client):
-        return {"": await _ensure_on(client, force)}
-
-    async def ensure(node: Redis) -> LoadResult | None:
-        try:
-            return await _ensure_on(node, force)
-        except ReadOnlyError:
-            # listed as a primary by a node that has not yet heard it became a
-            # replica (just after the cluster formed): its primary's library
-            # reaches it by replication
-            return None
-
-    results = {address: result for address, result
-               in (await on_primaries(client, ensure, reachable_only=True)).items()
-               if result is not None}
-    if not results:
-        raise UnavailableError("no primary of the cluster answered to load the library")
-    return results
-
-
-async def _ensure_on(client: Redis, force: bool) -> LoadResult:
-    source = bundled()
-    found = await server_library(client)
-    previous = None if found is None else found.version
-    if found is not None and found.version == source.version and not force:
-        if found.digest == source.digest:
-            return LoadResult("unchanged", previous, source.version)
-        raise LibraryDigestError(
-            f"the server's redismem Lua library says it is version {found.version}, but its "
-            f"code is not that version's: sha256 {found.digest} on the server, {source.digest} "
-            "in this package. Someone changed it; an operator can restore it with "
-            "`redismem load-functions --force`")
-    if previous is not None and previous > source.version and not force:
-        raise LibraryVersionError(
-            f"the server runs redismem Lua library version {previous}, newer than this "
-            f"package's {source.version}; upgrade redismem instead of downgrading the library"
-        )
-    try:
-        await cast(Awaitable[Any], client.function_load(source.code, replace=previous is not None))
-    except NoPermissionError:
-        have = "no redismem library" if previous is None else f"library version {previous}"
-        raise PermissionDeniedError(
-            f"the server has {have} and this credential may not load version "
-            f"{source.version} (FUNCTION LOAD): an operator must run "
-            "`redismem load-functions`") from None
-    except ResponseError as exc:
-        if "already exists" not in str(exc):
-            raise
-        # another process loaded it between our check and our load: check again
-        return await _ensure_on(client, force)
-    return LoadResult("loaded" if previous is None else "replaced", previous, source.version)
+from .topology import is_cluster, slot_owner
 
 
 def function_missing(exc: ResponseError) -> bool:

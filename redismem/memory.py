@@ -43,9 +43,11 @@ from .errors import (
     PermissionDeniedError,
     UnavailableError,
 )
-from .functions import Functions, ensure_library, first_answer, nodes_from, slot_owner
+from .functions import Functions
+from .library import ensure_library
 from .retries import CLUSTER_TIMEOUT, LOST, SOCKET_TIMEOUT, node_of, persistently, retry
 from .scope import MemoryScope
+from .topology import first_answer, nodes_from, slot_owner
 from .types import Capabilities, ChangePage, MemoryChangeEvent, MemoryValue
 
 Listener = Callable[[MemoryChangeEvent], Any]

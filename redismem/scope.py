@@ -23,7 +23,8 @@ from .errors import (
     InvalidVectorError,
     RequestTooLargeError,
 )
-from .functions import is_cluster, refusals, request_bytes
+from .functions import refusals, request_bytes
+from .topology import is_cluster
 from .types import (
     ChangePage,
     KeyKind,

@@ -16,7 +16,7 @@ from redis.exceptions import ResponseError
 
 from . import keys as K
 from . import vectors as V
-from .functions import on_namespace_node
+from .topology import on_namespace_node
 
 _KINDS: tuple[K.Kind, ...] = ("value", "vector")
 

@@ -23,8 +23,8 @@ from redis.asyncio import Redis
 from . import _validate as check
 from .acl import Role, rules
 from .errors import InvalidArgumentError
-from .functions import cluster_nodes, is_cluster, node_client
 from .memory import detect_capabilities
+from .topology import cluster_nodes, is_cluster, node_client
 
 REGISTRY = "rm:acl:users"
 

@@ -21,7 +21,7 @@ import pytest
 import redis
 
 import redismem
-from redismem.functions import bundled
+from redismem.library import bundled
 from redismem.server import EmbeddedServer, ServerState
 
 from .cluster import LocalCluster

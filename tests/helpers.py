@@ -6,8 +6,8 @@ from pathlib import Path
 
 import redismem
 from redismem import keys as K
-from redismem.functions import on_namespace_node
 from redismem.memory import open_client
+from redismem.topology import on_namespace_node
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -18,7 +18,8 @@ import redis
 import redismem
 from redismem import acl, users
 from redismem import keys as K
-from redismem.functions import bundled, ensure_library, refusals, request_id
+from redismem.functions import refusals, request_id
+from redismem.library import bundled, ensure_library
 from redismem.memory import open_client
 from redismem.server import ServerState
 

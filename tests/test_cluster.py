@@ -17,7 +17,7 @@ from redis.cluster import key_slot
 
 import redismem
 from redismem import keys as K
-from redismem.functions import bundled, server_library, server_version
+from redismem.library import bundled, server_library, server_version
 from redismem.store import RedisMemoryStore
 from redismem.types import MemoryEvent
 

@@ -12,7 +12,7 @@ import pytest
 import redis.asyncio
 
 import redismem
-from redismem.functions import bundled, ensure_library
+from redismem.library import bundled, ensure_library
 from redismem.server import EmbeddedServer
 
 from .test_cli import run_script

@@ -12,14 +12,15 @@ import pytest
 import redis
 
 import redismem
-from redismem import functions, limits, transfer
-from redismem.functions import Functions, assemble, ensure_library
+from redismem import library, limits, transfer
+from redismem.functions import Functions
+from redismem.library import assemble, ensure_library
 from redismem.memory import open_client
 from redismem.server import EmbeddedServer
 
 from .test_cli import run_script
 
-LUA = functions.lua_dir()
+LUA = library.lua_dir()
 FUNCTION_FILES = sorted((LUA / "functions").glob("*.lua"))
 
 
@@ -175,7 +176,7 @@ def test_lua_and_python_limits_agree() -> None:
 
 
 def test_assembled_library() -> None:
-    source = functions.bundled()
+    source = library.bundled()
     assert source.code.startswith("#!lua name=redismem\n")
     assert source.version >= 1
     assert len(source.function_names) == len(FUNCTION_FILES)
@@ -231,7 +232,7 @@ async def lone_client(tmp_path: Path) -> Any:
 
 async def test_library_versioning(lone_client: Any) -> None:
     url, client = lone_client
-    bundled = functions.bundled().version
+    bundled = library.bundled().version
     first = await ensure_library(client)
     assert (first.action, first.previous, first.version) == ("loaded", None, bundled)
     again = await ensure_library(client)
@@ -255,7 +256,7 @@ async def test_library_versioning(lone_client: Any) -> None:
 
 async def test_load_functions_command_reports_the_version_replaced(lone_client: Any) -> None:
     url, client = lone_client
-    bundled = functions.bundled().version
+    bundled = library.bundled().version
     await client.function_load(fake_library(bundled - 1))
     done = run_script("load-functions", "--url", url)
     assert done.stdout.strip() == f"replaced: library version {bundled} (was {bundled - 1})"
@@ -286,7 +287,7 @@ def test_a_trailing_extra_argument_is_refused(redis_url: str) -> None:
     before anything else (set_values and the other batch functions count
     their items exactly)."""
     client = redis.Redis.from_url(redis_url)
-    client.function_load(functions.bundled().code, replace=True)
+    client.function_load(library.bundled().code, replace=True)
     try:
         for name, most in FIXED_ARITY.items():
             read_only = name in ("events_since", "get_config", "list_keys", "recent_events")

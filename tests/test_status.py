@@ -79,7 +79,7 @@ async def test_load_functions_then_import_into_a_plain_redis(redis_url: str, ns:
     """The production flow: load the library into any Redis, then import."""
     loaded = run_script("load-functions", "--url", plain_redis, "--json")
     assert json.loads(loaded.stdout) == {"action": "loaded", "previous": None,
-                                         "version": redismem.functions.bundled().version}
+                                         "version": redismem.library.bundled().version}
     async with redismem.RedisMemoryStore(redis_url, namespace=ns) as source:
         await seed(source)
         text = await export_text(source)

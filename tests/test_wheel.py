@@ -14,14 +14,14 @@ from .helpers import REPO
 CHECK = """
 import asyncio, sys
 import redismem
-from redismem import functions
+from redismem import library
 
 async def main(url, target):
-    here = functions.lua_dir()
+    here = library.lua_dir()
     assert str(here).startswith(target), here
     assert redismem.__file__.startswith(target), redismem.__file__
     async with await redismem.connect(url, namespace="wheel") as mem:
-        result = await functions.ensure_library(mem.client, force=True)
+        result = await library.ensure_library(mem.client, force=True)
         print(result.action, result.version, mem.capabilities.library_version)
         await mem.global_scope().set("k", 1)
 

@@ -9,7 +9,7 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import replace
 
-from redismem import functions
+from redismem import library
 
 PATCHES: dict[str, tuple[str, str]] = {
     # compare-and-set that does not compare
@@ -25,9 +25,9 @@ PATCHES: dict[str, tuple[str, str]] = {
 }
 
 
-def patched(name: str) -> functions.LibrarySource:
+def patched(name: str) -> library.LibrarySource:
     old, new = PATCHES[name]
-    source = functions.bundled()
+    source = library.bundled()
     if source.code.count(old) != 1:
         raise ValueError(f"patch {name!r} does not apply to the bundled library")
     return replace(source, code=source.code.replace(old, new))
@@ -36,16 +36,16 @@ def patched(name: str) -> functions.LibrarySource:
 def install(name: str) -> None:
     """Make this process load and trust the patched library."""
     source = patched(name)
-    functions.bundled = lambda: source  # type: ignore[assignment]
+    library.bundled = lambda: source  # type: ignore[assignment]
 
 
 @contextlib.contextmanager
 def installed(name: str) -> Iterator[None]:
     """The patched library trusted while inside (nothing when ``name`` is '')."""
-    original = functions.bundled
+    original = library.bundled
     if name:
         install(name)
     try:
         yield
     finally:
-        functions.bundled = original  # type: ignore[method-assign]
+        library.bundled = original  # type: ignore[method-assign]
