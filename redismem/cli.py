@@ -23,18 +23,11 @@ from . import keys as K
 from . import server, stats, transfer, users
 from ._validate import check_id
 from .acl import NAMESPACE_ROLES, ROLES, Role
+from .client import MEMORY_URL, detect_capabilities, eviction_policy, open_client, resolve_url
 from .errors import RedisMemError
 from .functions import Functions
 from .library import ServerLibrary, bundled, lowest_library, server_library, server_version
-from .memory import (
-    MEMORY_URL,
-    Memory,
-    connect,
-    detect_capabilities,
-    eviction_policy,
-    open_client,
-    resolve_url,
-)
+from .memory import Memory, connect
 from .scope import MemoryScope
 from .store import RedisMemoryStore
 from .topology import cluster_nodes, is_cluster, node_client

@@ -12,49 +12,33 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextvars import ContextVar, Token
 from types import TracebackType
-from typing import Any, cast
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any
 
-from redis._parsers.commands import (
-    AsyncCommandsParser,
-    CommandPolicies,
-    RequestPolicy,
-    ResponsePolicy,
-)
 from redis.asyncio import Redis
-from redis.asyncio.cluster import ClusterNode, RedisCluster
-from redis.asyncio.connection import parse_url
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
-from redis.commands.policies import (
-    AsyncBasePolicyResolver,
-    AsyncPolicyResolver,
-    AsyncStaticPolicyResolver,
-)
-from redis.exceptions import ResponseError
 
 from . import _validate as check
-from . import feed, limits, server
+from . import feed, limits
 from . import keys as K
 from ._connection import Connection
-from .errors import (
-    EvictionPolicyError,
-    InvalidArgumentError,
-    PermissionDeniedError,
-    UnavailableError,
+from .client import (
+    MEMORY_URL,
+    authenticated_principal,
+    check_eviction,
+    detect_capabilities,
+    open_client,
+    resolve_url,
 )
+from .errors import InvalidArgumentError
 from .functions import Functions
 from .library import ensure_library
-from .retries import CLUSTER_TIMEOUT, LOST, SOCKET_TIMEOUT, node_of, persistently, retry
+from .retries import CLUSTER_TIMEOUT
 from .scope import MemoryScope
-from .topology import first_answer, nodes_from, slot_owner
 from .types import Capabilities, ChangePage, MemoryChangeEvent, MemoryValue
 
 Listener = Callable[[MemoryChangeEvent], Any]
 
 _active_session: ContextVar[str | None] = ContextVar("redismem_session", default=None)
 _active_workflow: ContextVar[str | None] = ContextVar("redismem_workflow", default=None)
-MEMORY_URL = "memory://"
 
 
 class _ScopeContext:
@@ -347,247 +331,6 @@ def _scope_kind(scope: str | None) -> str | None:
     return scope
 
 
-def _memory_client() -> Redis:
-    import fakeredis
-
-    return cast(Redis, fakeredis.FakeAsyncRedis(server=fakeredis.FakeServer()))
-
-
-async def resolve_url(url: str | None) -> str:
-    """``url``, else ``REDISMEM_URL``, else the embedded server's (started if needed)."""
-    if url:
-        return url
-    env = os.environ.get("REDISMEM_URL")
-    if env:
-        return env
-    return await asyncio.to_thread(server.ensure_running)
-
-
-MAX_CONNECTIONS = 10_000
-"""Connections a Memory may open (redis-py's default of 100 made a burst of
-concurrent calls fail with "Too many connections"; a blocking pool avoids
-that too but costs ~9 us on every call). Redis' own maxclients is 10,000."""
-
-
-CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
-"""URL schemes of a Redis Cluster, and the scheme of one of its nodes."""
-
-
-_BY_INDEX_NAME = CommandPolicies(request_policy=RequestPolicy.DEFAULT_KEYED,
-                                 response_policy=ResponsePolicy.DEFAULT_KEYED)
-
-
-class _IndexRouting(AsyncBasePolicyResolver):
-    """Sends the search module's commands on one index to the node of the
-    index name's slot. redis-py 8 sends them to a random primary, right for
-    a cluster whose search coordinator spreads every index over all shards;
-    here each node's indexes are its own (an index name carries its
-    namespace's hash tag), so 2 of 3 calls were answered MOVED, and every
-    fifth MOVED made redis-py close and reopen all its connections."""
-
-    COMMANDS = ("aggregate", "alter", "create", "dropindex", "explain", "info", "profile",
-                "search", "spellcheck", "tagvals")
-
-    def __init__(self, fallback: AsyncPolicyResolver | None = None) -> None:
-        super().__init__({"ft": dict.fromkeys(self.COMMANDS, _BY_INDEX_NAME)},
-                         fallback or AsyncStaticPolicyResolver())
-
-    def with_fallback(self, fallback: AsyncPolicyResolver) -> AsyncPolicyResolver:
-        return _IndexRouting(fallback)
-
-
-class _FunctionKeys(AsyncCommandsParser):
-    """Reads the keys of an ``FCALL``/``FCALL_RO`` from its arguments (the
-    function name, the number of keys, the keys). redis-py asks the server
-    instead (``COMMAND GETKEYS``, every argument sent again): a second round
-    trip before every library call. Its command table is read from the
-    first node that answers: redis-py asks only the default node, which may
-    be a primary that just died."""
-
-    def __init__(self, cluster: RedisCluster) -> None:
-        super().__init__()
-        self._cluster = cluster
-
-    async def initialize(self, node: ClusterNode | None = None) -> None:
-        initialize = super().initialize
-        await first_answer(nodes_from(self._cluster, node), initialize)
-
-    async def get_keys(self, *args: Any) -> tuple[str, ...] | None:
-        if len(args) > 3 and str(args[0]).upper() in ("FCALL", "FCALL_RO"):
-            return tuple(args[3:3 + int(args[2])]) or None
-        return await super().get_keys(*args)
-
-
-class _Cluster(RedisCluster):
-    """redis-py's ``RedisCluster`` whose calls wait between attempts after a
-    lost node: redis-py retries at once, with the slot map re-read, which
-    is over in milliseconds while a failover takes seconds. Every call is
-    safe to send again (:mod:`.retries`). A call that finds no live owner
-    of its slot within ``cluster_timeout`` seconds raises UnavailableError,
-    naming the node and the slot, instead of redis-py's error."""
-
-    def __init__(self, *args: Any, cluster_timeout: float = CLUSTER_TIMEOUT,
-                 **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.commands_parser = _FunctionKeys(self)
-        self.cluster_timeout = cluster_timeout
-
-    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
-        send = super().execute_command
-        return await persistently(lambda: send(*args, **kwargs), timeout=self.cluster_timeout,
-                                  what=lambda exc: self._described(args, exc))
-
-    def _described(self, args: tuple[Any, ...], exc: BaseException
-                   ) -> tuple[str, str | None, int | None]:
-        """(the call's name, its node, its slot) for UnavailableError."""
-        if str(args[0]).upper() in ("FCALL", "FCALL_RO") and len(args) > 3 and int(args[2]):
-            slot, owner = slot_owner(self, args[3])
-            return f"{args[0]} {args[1]}", node_of(exc) or owner, slot
-        return str(args[0]), node_of(exc), None
-
-
-def _cluster_client(url: str, scheme: str, cluster_timeout: float) -> Redis:
-    """redis-py's ``RedisCluster`` for ``redis+cluster://[auth@]host:port,host:port/...``
-    (every listed node is a startup node; the client finds the others). Typed
-    as ``Redis``: it answers the same commands, routed by key."""
-    parts = urlsplit(f"{CLUSTER_SCHEMES[scheme]}://{url.split('://', 1)[1]}")
-    auth, _, hosts = parts.netloc.rpartition("@")
-    nodes = []
-    for host in hosts.split(","):
-        name, _, port = host.rpartition(":")
-        if not name or not port.isdigit():
-            raise InvalidArgumentError(f"a cluster URL lists host:port pairs, got {host!r}")
-        nodes.append(ClusterNode(name, int(port)))
-    first = urlunsplit(parts._replace(netloc=f"{auth}@{hosts.split(',')[0]}" if auth
-                                      else hosts.split(",")[0]))
-    options: dict[str, Any] = {"socket_timeout": SOCKET_TIMEOUT,
-                               "socket_connect_timeout": SOCKET_TIMEOUT}
-    options.update(parse_url(first))
-    for name in ("host", "port", "db", "path"):
-        options.pop(name, None)
-    if options.pop("connection_class", None) is not None:  # rediss: TLS
-        options["ssl"] = True
-    # no retries inside redis-py's cluster client: its own loop (10 attempts,
-    # up to 1 s apart) made one attempt of ours last seconds, past
-    # cluster_timeout; _Cluster.execute_command retries, within the bound
-    return cast(Redis, _Cluster(startup_nodes=nodes, max_connections=MAX_CONNECTIONS,
-                                policy_resolver=_IndexRouting(), retry=Retry(NoBackoff(), 0),
-                                cluster_timeout=cluster_timeout, **options))
-
-
-async def open_client(url: str, *, cluster_timeout: float = CLUSTER_TIMEOUT) -> Redis:
-    """A redis-py client for ``url`` that retries lost calls
-    (:mod:`.retries`): ``memory://`` = in-process fakeredis;
-    ``redis+cluster://`` (and a ``redis://`` or ``rediss://`` URL of a node
-    whose ``INFO cluster`` says ``cluster_enabled:1``) = a Redis Cluster
-    client, whose calls wait up to ``cluster_timeout`` seconds for a live
-    owner of their slot.
-
-    Raises:
-        UnavailableError: no listed node answered.
-    """
-    if url.startswith(MEMORY_URL):
-        return _memory_client()
-    scheme = url.split("://", 1)[0]
-    if scheme in CLUSTER_SCHEMES:
-        return await _ready(_cluster_client(url, scheme, cluster_timeout))
-    client = Redis.from_url(url, max_connections=MAX_CONNECTIONS, retry=retry(),
-                            socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=SOCKET_TIMEOUT)
-    try:
-        clustered = scheme in ("redis", "rediss") and await _cluster_enabled(client)
-    except LOST as exc:
-        await client.aclose()
-        where = urlsplit(url).netloc.rpartition("@")[2] or url.split("://", 1)[1]
-        raise UnavailableError(f"the server at {where} did not answer ({exc})",
-                               node=where) from exc
-    if clustered:
-        await client.aclose()
-        return await _ready(_cluster_client(f"{scheme}+cluster://{url.split('://', 1)[1]}",
-                                            f"{scheme}+cluster", cluster_timeout))
-    return client
-
-
-async def _ready(cluster: Redis) -> Redis:
-    """A cluster client that has read the slot map (so it knows each
-    namespace's node before its first call); any listed node that answers
-    will do."""
-    client = cast(_Cluster, cluster)
-    try:
-        await persistently(client.initialize, timeout=client.cluster_timeout,
-                           what=lambda exc: ("reading the cluster's slot map", None, None))
-    except BaseException:
-        await client.aclose()
-        raise
-    return cluster
-
-
-async def _cluster_enabled(client: Redis) -> bool:
-    try:
-        info = await client.info("cluster")
-    except ResponseError:  # INFO not permitted: then not told
-        return False
-    return bool(info.get("cluster_enabled"))
-
-
-async def detect_capabilities(client: Redis, backend: str, library_version: int) -> Capabilities:
-    """What the server offers: its version and whether search/JSON modules are loaded."""
-    modules: set[str] = set()
-    if backend == "memory":
-        import fakeredis
-
-        version = f"fakeredis {fakeredis.__version__}"
-    else:
-        info = await client.info("server")
-        version = str(info.get("redis_version", ""))
-        # INFO, not MODULE LIST: no role but the server's own admin holds MODULE
-        listed = (await client.info("modules")).get("modules", [])
-        for module in listed if isinstance(listed, list) else []:
-            modules.add(str(module.get("name", "")).lower())
-    return Capabilities(
-        backend="memory" if backend == "memory" else "redis",
-        server_version=version,
-        search="search" in modules or "ft" in modules,
-        json="rejson" in modules or "json" in modules,
-        library_version=library_version,
-    )
-
-
-async def eviction_policy(client: Redis) -> str | None:
-    """The server's ``maxmemory-policy`` (from INFO, which workers may run
-    where CONFIG is for admins), or None when the server does not say."""
-    try:
-        info = await client.info("memory")
-    except ResponseError:  # INFO not permitted to this user
-        return None
-    policy = info.get("maxmemory_policy")
-    return None if policy is None else str(policy)
-
-
-async def authenticated_user(client: Redis) -> str:
-    """The ACL user this connection is authenticated as (CLIENT INFO)."""
-    info = await client.client_info()
-    return str(info.get("user", "default"))
-
-
-async def _authenticated_principal(client: Redis, wanted: str, *, explicit: bool) -> str:
-    """The principal writes are recorded under: the ACL user's name, unless
-    the connection is the ``default`` user (access control off)."""
-    user = await authenticated_user(client)
-    if user == "default":
-        return wanted
-    if explicit and wanted != user:
-        raise PermissionDeniedError(
-            f"this connection is authenticated as ACL user {user!r}, so it writes as "
-            f"{user!r}, not as principal {wanted!r} (the server's ACL refuses any other)")
-    return check.check_id("principal", user)
-
-
-def _allow_eviction(allow: bool | None) -> bool:
-    if allow is not None:
-        return allow
-    return os.environ.get("REDISMEM_ALLOW_EVICTION", "").strip().lower() in ("1", "true", "yes")
-
-
 async def connect(url: str | None = None, *, namespace: str = "default",
                   principal: str | None = None, allow_eviction: bool | None = None,
                   durability: str = "primary", replica_timeout: float = 1.0,
@@ -644,16 +387,9 @@ async def connect(url: str | None = None, *, namespace: str = "default",
     client = await open_client(resolved, cluster_timeout=float(cluster_timeout))
     try:
         backend = "memory" if resolved.startswith(MEMORY_URL) else "redis"
-        if backend == "redis" and not _allow_eviction(allow_eviction):
-            policy = await eviction_policy(client)
-            if policy is not None and policy != "noeviction":
-                raise EvictionPolicyError(
-                    f"the server's maxmemory-policy is {policy}: when memory runs out it evicts "
-                    "keys, silently dropping values, revisions and change events. Set "
-                    "maxmemory-policy noeviction (CONFIG SET and redis.conf), or connect with "
-                    "allow_eviction=True (REDISMEM_ALLOW_EVICTION=1) if you accept that")
         if backend == "redis":
-            who = await _authenticated_principal(client, who, explicit=principal is not None)
+            await check_eviction(client, allow_eviction)
+            who = await authenticated_principal(client, who, explicit=principal is not None)
         loaded = await ensure_library(client)
         capabilities = await detect_capabilities(client, backend, loaded.version)
         functions = Functions(client)

@@ -22,8 +22,8 @@ from redis.asyncio import Redis
 
 from . import _validate as check
 from .acl import Role, rules
+from .client import detect_capabilities
 from .errors import InvalidArgumentError
-from .memory import detect_capabilities
 from .topology import cluster_nodes, is_cluster, node_client
 
 REGISTRY = "rm:acl:users"

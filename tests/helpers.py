@@ -6,7 +6,7 @@ from pathlib import Path
 
 import redismem
 from redismem import keys as K
-from redismem.memory import open_client
+from redismem.client import open_client
 from redismem.topology import on_namespace_node
 
 REPO = Path(__file__).resolve().parent.parent

@@ -18,9 +18,9 @@ import redis
 import redismem
 from redismem import acl, users
 from redismem import keys as K
+from redismem.client import open_client
 from redismem.functions import refusals, request_id
 from redismem.library import bundled, ensure_library
-from redismem.memory import open_client
 from redismem.server import ServerState
 
 PASSWORD = "pw-" + uuid.uuid4().hex

@@ -364,7 +364,7 @@ async def test_with_durability_replica_no_acknowledged_write_is_lost_in_a_failov
 async def test_users_are_made_removed_and_rotated_on_every_node(cluster: LocalCluster) -> None:
     from redismem import users
     from redismem.acl import Role
-    from redismem.memory import open_client
+    from redismem.client import open_client
 
     admin = await open_client(cluster.url)
     try:

@@ -61,7 +61,7 @@ async def test_an_altered_library_of_the_same_version_is_refused(own_server: str
 
 
 async def test_memory_backend_checks_the_digest_too() -> None:
-    from redismem.memory import open_client
+    from redismem.client import open_client
 
     client = await open_client("memory://")
     await client.function_load(altered())

@@ -13,9 +13,9 @@ import redis
 
 import redismem
 from redismem import library, limits, transfer
+from redismem.client import open_client
 from redismem.functions import Functions
 from redismem.library import assemble, ensure_library
-from redismem.memory import open_client
 from redismem.server import EmbeddedServer
 
 from .test_cli import run_script

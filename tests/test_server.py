@@ -165,7 +165,7 @@ def test_the_embedded_server_is_closed_by_default(tmp_path: Path) -> None:
 
 async def test_users_made_on_the_embedded_server_outlive_a_restart(tmp_path: Path) -> None:
     from redismem import acl, users
-    from redismem.memory import open_client
+    from redismem.client import open_client
 
     data = tmp_path / "users"
     state = EmbeddedServer(data).start()

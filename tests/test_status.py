@@ -9,7 +9,7 @@ from pathlib import Path
 import redismem
 from redismem import keys as K
 from redismem import stats
-from redismem.memory import open_client
+from redismem.client import open_client
 
 from .test_cli import run_script
 from .test_transfer import export_text, import_text, seed

@@ -17,7 +17,7 @@ import trustme
 
 import redismem
 from redismem import acl, users
-from redismem.memory import open_client
+from redismem.client import open_client
 from redismem.server import free_port
 
 BINARY = Path("/usr/bin/redis-server")
