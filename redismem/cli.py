@@ -267,8 +267,8 @@ def status(url: str | None, namespace: str | None, as_json: bool) -> None:
             for ns in names:
                 try:
                     figures = await stats.namespace_stats(client, ns)
-                    figures["settings"] = (await Functions(client).get_config(
-                        [K.config(ns)], ns) if loaded else None)
+                    figures["settings"] = (await Functions(client).get_config(ns)
+                                           if loaded else None)
                     if nodes is not None:
                         owner = cast(Any, client).get_node_from_key(K.feed(ns))
                         figures["node"] = f"{owner.host}:{owner.port}"

@@ -25,6 +25,7 @@ from redis.exceptions import (
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from . import keys as K
 from . import limits
 from .errors import (
     CorruptEntryError,
@@ -106,7 +107,11 @@ def request_bytes(keys: Sequence[str], args: Sequence[str | bytes | int]) -> int
 
 
 class Functions:
-    """One typed method per Lua function of the library.
+    """One typed method per Lua function of the library. Callers pass names
+    (namespace, scope, scope id, keys, thread, user); each method builds its
+    call's KEYS from :mod:`.keys`, in the order the function's Lua header
+    lists them (tests/test_lua_contract.py checks that the Lua side checks
+    every one).
 
     Attributes:
         max_call_bytes: the namespace's ``max_call_bytes``; write calls
@@ -223,9 +228,26 @@ class Functions:
         """``redismem_version``."""
         return int(await self._call("redismem_version", (), (), read_only=True))
 
-    async def set_values(self, keys: Sequence[str], ns: str, scope: str, sid: str, ttl: str,
-                         principal: str, items: Sequence[tuple[str, str, str]]) -> list[int]:
+    @staticmethod
+    def write_overhead(ns: str, kind: K.Kind, scope: str, sid: str, principal: str) -> int:
+        """The bytes of the keys and arguments a batch write of one scope
+        (``set_values``, ``set_vectors``) sends whatever its items, at most."""
+        extra = [K.vector_dims(ns, scope, sid)] if kind == "vector" else []
+        return request_bytes([*K.scope_writes(ns, kind, scope, sid, principal), *extra],
+                             [ns, scope, sid, str(limits.MAX_TTL_MS), principal, request_id()])
+
+    @staticmethod
+    def item_bytes(ns: str, kind: K.Kind, scope: str, sid: str,
+                   item: Sequence[str | bytes]) -> int:
+        """The bytes one item adds to a batch write: its key and its arguments."""
+        build = K.value if kind == "value" else K.vector
+        return request_bytes([build(ns, scope, sid, str(item[0]))], item)
+
+    async def set_values(self, ns: str, scope: str, sid: str, ttl: str, principal: str,
+                         items: Sequence[tuple[str, str, str]]) -> list[int]:
         """``redismem_set_values``; ``items`` are (key, json, expected) triples."""
+        keys = [*K.scope_writes(ns, "value", scope, sid, principal),
+                *(K.value(ns, scope, sid, item[0]) for item in items)]
         args: list[str | bytes | int] = [ns, scope, sid, ttl, principal, request_id()]
         for item in items:
             args.extend(item)
@@ -233,12 +255,14 @@ class Functions:
         reply = await self._call("redismem_set_values", keys, args, key=only)
         return [int(revision) for revision in reply]
 
-    async def get_values(self, keys: Sequence[str]) -> list[tuple[bytes | None, int]]:
-        """``redismem_get_values``: (json or None, revision) per value key."""
+    async def get_values(self, ns: str, scope: str, sid: str, names: Sequence[str]
+                         ) -> list[tuple[bytes | None, int]]:
+        """``redismem_get_values``: (json or None, revision) per name."""
+        keys = [K.value(ns, scope, sid, name) for name in names]
         reply = await self._call("redismem_get_values", keys, (), read_only=True)
         return list(zip(reply[::2], reply[1::2], strict=True))
 
-    async def read_value(self, key: str) -> tuple[Any, int]:
+    async def read_value(self, ns: str, scope: str, sid: str, name: str) -> tuple[Any, int]:
         """(json or None, revision) of one value hash, read without Lua.
 
         What ``redismem_get_values`` returns for one key: one ``HMGET`` of a
@@ -248,7 +272,7 @@ class Functions:
         built by redismem.keys, so the library's schema check is not needed.
         """
         try:
-            raw, revision = await self._client.hmget(key, ["v", "rev"])
+            raw, revision = await self._client.hmget(K.value(ns, scope, sid, name), ["v", "rev"])
         except ResponseError as exc:
             raise _mapped_error(exc, None) from None
         try:  # as Lua's tonumber(rev) or 0: a revision that is no number reads as 0
@@ -256,11 +280,13 @@ class Functions:
         except ValueError:
             return raw, 0
 
-    async def set_vectors(self, keys: Sequence[str], ns: str, scope: str, sid: str, ttl: str,
-                          principal: str, items: Sequence[tuple[str, bytes, str, str]]
-                          ) -> list[int]:
+    async def set_vectors(self, ns: str, scope: str, sid: str, ttl: str, principal: str,
+                          items: Sequence[tuple[str, bytes, str, str]]) -> list[int]:
         """``redismem_set_vectors``; ``items`` are (key, float32 bytes, metadata JSON,
         expected) quadruples."""
+        keys = [*K.scope_writes(ns, "vector", scope, sid, principal),
+                K.vector_dims(ns, scope, sid),
+                *(K.vector(ns, scope, sid, item[0]) for item in items)]
         args: list[str | bytes | int] = [ns, scope, sid, ttl, principal, request_id()]
         for item in items:
             args.extend(item)
@@ -268,33 +294,37 @@ class Functions:
         reply = await self._call("redismem_set_vectors", keys, args, key=only)
         return [int(revision) for revision in reply]
 
-    async def get_vectors(self, keys: Sequence[str]
+    async def get_vectors(self, ns: str, scope: str, sid: str, names: Sequence[str]
                           ) -> list[tuple[bytes | None, bytes | None, int]]:
-        """``redismem_get_vectors``: (embedding bytes, metadata JSON, revision) per key."""
+        """``redismem_get_vectors``: (embedding bytes, metadata JSON, revision) per name."""
+        keys = [K.vector(ns, scope, sid, name) for name in names]
         reply = await self._call("redismem_get_vectors", keys, (), read_only=True)
         return list(zip(reply[::3], reply[1::3], reply[2::3], strict=True))
 
-    async def delete_vector(self, keys: Sequence[str], ns: str, scope: str, sid: str, key: str,
-                            expected: str, principal: str) -> bool:
+    async def delete_vector(self, ns: str, scope: str, sid: str, key: str, expected: str,
+                            principal: str) -> bool:
         """``redismem_delete_vector``."""
+        keys = [K.vector(ns, scope, sid, key), *K.scope_writes(ns, "vector", scope, sid, principal),
+                K.vector_dims(ns, scope, sid)]
         reply = await self._call("redismem_delete_vector", keys,
                                  [ns, scope, sid, key, expected, principal, request_id()],
                                  key=key)
         return bool(reply)
 
-    async def delete_value(self, keys: Sequence[str], ns: str, scope: str, sid: str, key: str,
-                           expected: str, principal: str) -> bool:
+    async def delete_value(self, ns: str, scope: str, sid: str, key: str, expected: str,
+                           principal: str) -> bool:
         """``redismem_delete_value``."""
+        keys = [K.value(ns, scope, sid, key), *K.scope_writes(ns, "value", scope, sid, principal)]
         reply = await self._call("redismem_delete_value", keys,
                                  [ns, scope, sid, key, expected, principal, request_id()],
                                  key=key)
         return bool(reply)
 
-    async def list_keys(self, keys: Sequence[str], ns: str, scope: str, sid: str, kind: str,
-                        prefix: str, cursor: str, limit: str
-                        ) -> tuple[str | None, list[str], int]:
+    async def list_keys(self, ns: str, scope: str, sid: str, kind: K.Kind, prefix: str,
+                        cursor: str, limit: str) -> tuple[str | None, list[str], int]:
         """``redismem_list_keys``: (next cursor or None, names, how many
         listed names were left out as not UTF-8: raw writes)."""
+        keys = [K.names(ns, kind, scope, sid), K.expiry(ns, kind, scope, sid)]
         reply = await self._call("redismem_list_keys", keys,
                                  [ns, scope, sid, kind, prefix, cursor, limit], read_only=True)
         next_cursor = reply[0].decode()
@@ -306,15 +336,17 @@ class Functions:
                 continue
         return (next_cursor or None), names, len(reply) - 1 - len(names)
 
-    async def trim_feed(self, keys: Sequence[str], ns: str, budget: int) -> tuple[int, bool]:
+    async def trim_feed(self, ns: str, budget: int) -> tuple[int, bool]:
         """``redismem_trim_feed``: (events dropped, whether more may be due)."""
+        keys = [K.feed(ns), K.feed_size(ns), K.config(ns)]
         dropped, more = await self._call("redismem_trim_feed", keys, [ns, str(budget)])
         return int(dropped), bool(more)
 
-    async def modify_value(self, keys: Sequence[str], ns: str, scope: str, sid: str, ttl: str,
-                           principal: str, key: str, op: str, operand: str,
-                           max_items: str = "") -> tuple[int, bytes]:
+    async def modify_value(self, ns: str, scope: str, sid: str, ttl: str, principal: str,
+                           key: str, op: str, operand: str, max_items: str = ""
+                           ) -> tuple[int, bytes]:
         """``redismem_modify_value``: (new revision, new JSON for incr else b"")."""
+        keys = [*K.scope_writes(ns, "value", scope, sid, principal), K.value(ns, scope, sid, key)]
         args: list[str | bytes | int] = [ns, scope, sid, ttl, principal, request_id(), key, op,
                                          operand]
         if op == "append":
@@ -322,104 +354,113 @@ class Functions:
         revision, json_text = await self._call("redismem_modify_value", keys, args, key=key)
         return int(revision), json_text
 
-    async def append_events(self, keys: Sequence[str], ns: str, thread: str,
-                            events: Sequence[str]) -> list[int]:
+    async def append_events(self, ns: str, thread: str, events: Sequence[str]) -> list[int]:
         """``redismem_append_events``: 1 per event appended, 0 per id already there."""
+        keys = [K.thread_events(ns, thread), K.thread_times(ns, thread),
+                K.thread_ids(ns, thread), K.threads(ns)]
         return [int(flag) for flag in
                 await self._call("redismem_append_events", keys, [ns, thread, *events])]
 
-    async def replace_events(self, keys: Sequence[str], ns: str, thread: str,
-                             events: Sequence[str]) -> int:
+    async def replace_events(self, ns: str, thread: str, events: Sequence[str]) -> int:
         """``redismem_replace_events``: the number of events the thread now holds."""
+        keys = [K.thread_events(ns, thread), K.thread_times(ns, thread),
+                K.thread_ids(ns, thread), K.threads(ns)]
         return int(await self._call("redismem_replace_events", keys, [ns, thread, *events]))
 
-    async def recent_events(self, keys: Sequence[str], ns: str, thread: str, limit: int,
-                            before: str = "") -> list[tuple[str, bytes]]:
+    async def recent_events(self, ns: str, thread: str, limit: int, before: str = ""
+                            ) -> list[tuple[str, bytes]]:
         """``redismem_recent_events``: one page of (stream id, event JSON),
         oldest first, appended before ``before`` ("" = the newest)."""
-        reply = await self._call("redismem_recent_events", keys,
+        reply = await self._call("redismem_recent_events", [K.thread_events(ns, thread)],
                                  [ns, thread, str(limit), before], read_only=True)
         return [(i.decode(errors="replace"), body)  # a raw member may be no UTF-8
                 for i, body in zip(reply[::2], reply[1::2], strict=True)]
 
-    async def events_since(self, keys: Sequence[str], ns: str, thread: str, since_ms: int,
-                           limit: int, offset: int = 0) -> list[tuple[str, bytes | None]]:
+    async def events_since(self, ns: str, thread: str, since_ms: int, limit: int,
+                           offset: int = 0) -> list[tuple[str, bytes | None]]:
         """``redismem_events_since``: one page of (stream id, event JSON or
         None for a stale index entry) in timestamp order, ``offset`` skipped."""
+        keys = [K.thread_events(ns, thread), K.thread_times(ns, thread)]
         reply = await self._call("redismem_events_since", keys,
                                  [ns, thread, str(since_ms), str(limit), str(offset)],
                                  read_only=True)
         return [(i.decode(errors="replace"), body)  # a raw member may be no UTF-8
                 for i, body in zip(reply[::2], reply[1::2], strict=True)]
 
-    async def drop_events(self, keys: Sequence[str], ns: str, thread: str,
-                          events: Sequence[tuple[str, str]]) -> tuple[int, int]:
+    async def drop_events(self, ns: str, thread: str, events: Sequence[tuple[str, str]]
+                          ) -> tuple[int, int]:
         """``redismem_drop_events``: (events removed, events the thread holds);
         ``events`` are (stream id, event id or "") pairs, at most 1,000."""
+        keys = [K.thread_events(ns, thread), K.thread_times(ns, thread), K.thread_ids(ns, thread)]
         args: list[str | bytes | int] = [ns, thread]
         for stream_id, event_id in events:
             args.extend((stream_id, event_id))
         removed, held = await self._call("redismem_drop_events", keys, args)
         return int(removed), int(held)
 
-    async def upsert_memory(self, keys: Sequence[str], ns: str, user: str, memory_id: str,
-                            record: str, embedding: bytes, *, newer: bool = False) -> int:
+    async def upsert_memory(self, ns: str, user: str, memory_id: str, record: str,
+                            embedding: bytes, *, newer: bool = False) -> int:
         """``redismem_upsert_memory``: 1 created, 0 replaced, -1 kept (``newer``:
         the stored record's updated_at is the same or later)."""
+        keys = [K.memory(ns, user, memory_id), K.memories(ns, user), K.memory_dim(ns)]
         args: list[str | bytes | int] = [ns, user, memory_id, record, embedding]
         if newer:
             args.append("newer")
         return int(await self._call("redismem_upsert_memory", keys, args))
 
-    async def delete_memory(self, keys: Sequence[str], ns: str, user: str,
-                            memory_id: str) -> bool:
+    async def delete_memory(self, ns: str, user: str, memory_id: str) -> bool:
         """``redismem_delete_memory``: True when deleted."""
+        keys = [K.memory(ns, user, memory_id), K.memories(ns, user)]
         return bool(await self._call("redismem_delete_memory", keys, [ns, user, memory_id]))
 
-    async def create_session(self, keys: Sequence[str], ns: str, session_id: str,
-                             created_ms: int | None = None) -> bool:
+    async def create_session(self, ns: str, session_id: str, created_ms: int | None = None
+                             ) -> bool:
         """``redismem_create_session``: True when the session is new."""
         args = [ns, session_id] if created_ms is None else [ns, session_id, str(created_ms)]
-        return bool(await self._call("redismem_create_session", keys, args))
+        return bool(await self._call("redismem_create_session", [K.sessions(ns)], args))
 
-    async def import_values(self, keys: Sequence[str], ns: str, scope: str, sid: str,
-                            principal: str, items: Sequence[Sequence[str]]) -> list[int]:
+    async def import_values(self, ns: str, scope: str, sid: str, principal: str,
+                            items: Sequence[Sequence[str]]) -> list[int]:
         """``redismem_import_values``; ``items`` are (key, json, revision, ts,
         writer, expiry) rows. Per item: the revision written, or 0 when kept."""
+        keys = [*K.scope_writes(ns, "value", scope, sid, principal), K.config(ns),
+                *(K.value(ns, scope, sid, item[0]) for item in items)]
         args: list[str | bytes | int] = [ns, scope, sid, principal]
         for item in items:
             args.extend(item)
         return [int(r) for r in await self._call("redismem_import_values", keys, args)]
 
-    async def import_vectors(self, keys: Sequence[str], ns: str, scope: str, sid: str,
-                             principal: str, items: Sequence[Sequence[str | bytes]]
-                             ) -> list[int]:
+    async def import_vectors(self, ns: str, scope: str, sid: str, principal: str,
+                             items: Sequence[Sequence[str | bytes]]) -> list[int]:
         """``redismem_import_vectors``; ``items`` are (key, float32 bytes, metadata
         JSON, revision, ts, writer, expiry) rows. Per item: the revision
         written, or 0 when kept."""
+        keys = [*K.scope_writes(ns, "vector", scope, sid, principal), K.config(ns),
+                K.vector_dims(ns, scope, sid),
+                *(K.vector(ns, scope, sid, str(item[0])) for item in items)]
         args: list[str | bytes | int] = [ns, scope, sid, principal]
         for item in items:
             args.extend(item)
         return [int(r) for r in await self._call("redismem_import_vectors", keys, args)]
 
-    async def raise_revisions(self, keys: Sequence[str], ns: str, scope: str, sid: str,
-                              kind: str, revisions: Sequence[tuple[str, int]]) -> int:
+    async def raise_revisions(self, ns: str, scope: str, sid: str, kind: K.Kind,
+                              revisions: Sequence[tuple[str, int]]) -> int:
         """``redismem_raise_revisions``: the number of names raised."""
+        keys = [K.revisions(ns, kind, scope, sid), K.config(ns)]
         args: list[str | bytes | int] = [ns, scope, sid, kind]
         for name, revision in revisions:
             args.extend((name, str(revision)))
         return int(await self._call("redismem_raise_revisions", keys, args))
 
-    async def set_config(self, keys: Sequence[str], ns: str,
-                         settings: Sequence[tuple[str, int | str]]) -> None:
+    async def set_config(self, ns: str, settings: Sequence[tuple[str, int | str]]) -> None:
         """``redismem_set_config``: every setting or none."""
         args: list[str | bytes | int] = [ns]
         for name, value in settings:
             args.extend((name, str(value)))
-        await self._call("redismem_set_config", keys, args)
+        await self._call("redismem_set_config", [K.config(ns)], args)
 
-    async def get_config(self, keys: Sequence[str], ns: str) -> dict[str, int | str]:
+    async def get_config(self, ns: str) -> dict[str, int | str]:
         """``redismem_get_config``: integer settings as int, word settings as str."""
-        reply = await self._call("redismem_get_config", keys, [ns], read_only=True)
+        reply = await self._call("redismem_get_config", [K.config(ns)], [ns], read_only=True)
         return {name.decode(): value if isinstance(value, int) else value.decode()
                 for name, value in zip(reply[::2], reply[1::2], strict=True)}

@@ -18,7 +18,6 @@ from redis.asyncio import Redis
 
 from . import _validate as check
 from . import feed, limits
-from . import keys as K
 from ._connection import Connection
 from .client import (
     MEMORY_URL,
@@ -197,15 +196,14 @@ class Memory:
         Creating an existing id again keeps it and its memory."""
         sid = check.check_id("session id",
                              uuid.uuid4().hex if session_id is None else session_id)
-        await self._conn.functions.create_session([K.sessions(self.namespace)], self.namespace,
-                                                  sid)
+        await self._conn.functions.create_session(self.namespace, sid)
         return sid
 
     # settings
 
     async def settings(self) -> dict[str, int | str]:
         """The namespace settings, defaults filled in."""
-        got = await self._conn.functions.get_config([K.config(self.namespace)], self.namespace)
+        got = await self._conn.functions.get_config(self.namespace)
         self._conn.settings = got
         self._conn.functions.max_call_bytes = int(got["max_call_bytes"])
         return dict(got)
@@ -220,8 +218,7 @@ class Memory:
         for name, value in settings.items():
             check.check_setting(name, value)
         if settings:
-            await self._conn.functions.set_config([K.config(self.namespace)], self.namespace,
-                                                  list(settings.items()))
+            await self._conn.functions.set_config(self.namespace, list(settings.items()))
         return await self.settings()
 
     # change feed
@@ -299,9 +296,8 @@ class Memory:
         call each, so other clients wait milliseconds, not seconds; writes
         also trim, a few events at a time."""
         total = 0
-        keys = [K.feed(self.namespace), K.feed_size(self.namespace), K.config(self.namespace)]
         while True:
-            dropped, more = await self._conn.functions.trim_feed(keys, self.namespace,
+            dropped, more = await self._conn.functions.trim_feed(self.namespace,
                                                                  limits.TRIM_SLICE_EVENTS)
             total += dropped
             if not more:

@@ -23,7 +23,7 @@ from .errors import (
     InvalidVectorError,
     RequestTooLargeError,
 )
-from .functions import refusals, request_bytes
+from .functions import refusals
 from .topology import is_cluster
 from .types import (
     ChangePage,
@@ -93,15 +93,8 @@ class MemoryScope:
     def __repr__(self) -> str:
         return f"MemoryScope({self.scope!r}, {self.scope_id!r}, namespace={self._conn.namespace!r})"
 
-    def _value_key(self, key: str) -> str:
-        return K.value(self._conn.namespace, self.scope, self.scope_id, key)
-
     def _scope_args(self) -> tuple[str, str, str]:
         return self._conn.namespace, self.scope, self.scope_id
-
-    def _scope_keys(self, kind: KeyKind) -> list[str]:
-        return K.scope_writes(self._conn.namespace, kind, self.scope, self.scope_id,
-                              self._conn.principal)
 
     async def get(self, key: str) -> MemoryValue:
         """Read ``key``; a missing or expired key is ``MemoryValue(None, 0, False)``.
@@ -110,8 +103,8 @@ class MemoryScope:
             InvalidKeyError: the key is empty, too long or has control characters.
             CorruptEntryError: the stored entry was not written by the library.
         """
-        raw, revision = await self._conn.functions.read_value(
-            self._value_key(check.check_key(key)))
+        raw, revision = await self._conn.functions.read_value(*self._scope_args(),
+                                                              check.check_key(key))
         return _checked(key, _read(raw, revision))
 
     async def get_many(self, keys: Iterable[str]) -> dict[str, MemoryValue]:
@@ -125,7 +118,7 @@ class MemoryScope:
         if not names:
             return {}
         check.batch_size(len(names))
-        found = await self._conn.functions.get_values([self._value_key(name) for name in names])
+        found = await self._conn.functions.get_values(*self._scope_args(), names)
         return {name: _read(raw, revision)
                 for name, (raw, revision) in zip(names, found, strict=True)}
 
@@ -181,16 +174,14 @@ class MemoryScope:
         ``max_items`` and the namespace's ``max_call_bytes``."""
         if atomic:
             return [items]
-        budget = self._conn.functions.max_call_bytes
-        build = self._value_key if kind == "value" else self._vector_key
-        extra = [K.vector_dims(*self._scope_args())] if kind == "vector" else []
-        longest_ttl = str(limits.MAX_TTL_MS)
-        fixed = request_bytes([*self._scope_keys(kind), *extra],
-                              [*self._scope_args(), longest_ttl, self._conn.principal])
+        functions = self._conn.functions
+        budget = functions.max_call_bytes
+        ns, scope, sid = self._scope_args()
+        fixed = functions.write_overhead(ns, kind, scope, sid, self._conn.principal)
         calls: list[list[Any]] = [[]]
         total = fixed
         for item in items:
-            size = request_bytes([build(item[0])], item)
+            size = functions.item_bytes(ns, kind, scope, sid, item)
             if calls[-1] and (total + size > budget or len(calls[-1]) >= max_items):
                 calls.append([])
                 total = fixed
@@ -199,9 +190,7 @@ class MemoryScope:
         return calls
 
     async def _set_items(self, items: list[tuple[str, str, str]], ttl: str) -> list[int]:
-        ns, scope, sid = self._scope_args()
-        keys = self._scope_keys("value") + [self._value_key(item[0]) for item in items]
-        return await self._conn.functions.set_values(keys, ns, scope, sid, ttl,
+        return await self._conn.functions.set_values(*self._scope_args(), ttl,
                                                      self._conn.principal, items)
 
     async def delete(self, key: str, *, expected_revision: int | None = None) -> bool:
@@ -212,9 +201,7 @@ class MemoryScope:
         """
         check.check_key(key)
         expected = check.expected_arg(expected_revision)
-        ns, scope, sid = self._scope_args()
-        keys = [self._value_key(key), *self._scope_keys("value")]
-        return await self._conn.functions.delete_value(keys, ns, scope, sid, key, expected,
+        return await self._conn.functions.delete_value(*self._scope_args(), key, expected,
                                                        self._conn.principal)
 
     async def update(self, key: str, fn: Callable[[Any], Any | Awaitable[Any]], *,
@@ -269,16 +256,11 @@ class MemoryScope:
                 continue
             return new
 
-    def _modify_keys(self, key: str) -> list[str]:
-        return [*self._scope_keys("value"), self._value_key(key)]
-
     async def _modify(self, key: str, op: str, operand: str, ttl_seconds: float | None,
                       max_items: str = "") -> tuple[int, bytes]:
         ttl = "KEEPTTL" if ttl_seconds is None else check.ttl_arg(ttl_seconds)
-        ns, scope, sid = self._scope_args()
         return await self._conn.functions.modify_value(
-            self._modify_keys(key), ns, scope, sid, ttl, self._conn.principal, key, op, operand,
-            max_items)
+            *self._scope_args(), ttl, self._conn.principal, key, op, operand, max_items)
 
     async def incr(self, key: str, by: int = 1, *, ttl_seconds: float | None = None
                    ) -> MemoryValue:
@@ -365,10 +347,9 @@ class MemoryScope:
         """
         if kind not in ("value", "vector"):
             raise InvalidArgumentError(f"kind must be 'value' or 'vector', got {kind!r}")
-        ns, scope, sid = self._scope_args()
         next_cursor, names, skipped = await self._conn.functions.list_keys(
-            [K.names(ns, kind, scope, sid), K.expiry(ns, kind, scope, sid)], ns, scope, sid,
-            kind, check.prefix_arg(prefix), check.cursor_arg(cursor), check.limit_arg(limit))
+            *self._scope_args(), kind, check.prefix_arg(prefix), check.cursor_arg(cursor),
+            check.limit_arg(limit))
         return KeyPage(names, next_cursor, skipped)
 
     async def list_keys(self, prefix: str | None = None, kind: KeyKind = "value",
@@ -459,16 +440,14 @@ class MemoryScope:
 
     async def _set_vector_items(self, items: list[tuple[str, bytes, str, str]], ttl: str
                                 ) -> list[int]:
-        ns, scope, sid = self._scope_args()
-        keys = [*self._scope_keys("vector"), K.vector_dims(ns, scope, sid),
-                *(self._vector_key(item[0]) for item in items)]
-        return await self._conn.functions.set_vectors(keys, ns, scope, sid, ttl,
+        return await self._conn.functions.set_vectors(*self._scope_args(), ttl,
                                                       self._conn.principal, items)
 
     async def get_vector(self, key: str) -> VectorValue:
         """Read a vector; absent or expired: ``VectorValue(None, None, 0, False)``."""
         name = self._vector_key(check.check_key(key))
-        [(blob, meta, revision)] = await self._conn.functions.get_vectors([name])
+        [(blob, meta, revision)] = await self._conn.functions.get_vectors(*self._scope_args(),
+                                                                          [key])
         if blob is None or meta is None:
             return VectorValue(None, None, 0, False)
         try:  # what a raw HSET may leave: a ragged blob, metadata that is not a JSON object
@@ -489,10 +468,7 @@ class MemoryScope:
         """
         check.check_key(key)
         expected = check.expected_arg(expected_revision)
-        ns, scope, sid = self._scope_args()
-        keys = [self._vector_key(key), *self._scope_keys("vector"),
-                K.vector_dims(ns, scope, sid)]
-        return await self._conn.functions.delete_vector(keys, ns, scope, sid, key, expected,
+        return await self._conn.functions.delete_vector(*self._scope_args(), key, expected,
                                                         self._conn.principal)
 
     async def similarity_search(self, query: Any, top_k: int = 10, *,
@@ -662,7 +638,7 @@ class MemoryScope:
         candidates = []
         for start in range(0, len(names), 1000):
             chunk = names[start:start + 1000]
-            found = await self._conn.functions.get_vectors([self._vector_key(n) for n in chunk])
+            found = await self._conn.functions.get_vectors(*self._scope_args(), chunk)
             for name, (blob, meta, revision) in zip(chunk, found, strict=True):
                 if blob is None or meta is None or len(blob) != 4 * dim or (
                         V.embedding_problem(blob)):

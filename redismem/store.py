@@ -383,13 +383,6 @@ class RedisMemoryStore:
 
     # thread events
 
-    def _thread_keys(self, thread_id: str, *, write: bool) -> list[str]:
-        ns = self.namespace
-        keys = [K.thread_events(ns, thread_id), K.thread_times(ns, thread_id)]
-        if write:
-            keys += [K.thread_ids(ns, thread_id), K.threads(ns)]
-        return keys
-
     async def append_event(self, event: MemoryEvent) -> None:
         """Append an event to its thread (an id already there is not added again).
 
@@ -407,8 +400,8 @@ class RedisMemoryStore:
         return await self._append(thread_id, bodies) if bodies else 0
 
     async def _append(self, thread_id: str, bodies: list[str]) -> int:
-        flags = await self.memory._conn.functions.append_events(
-            self._thread_keys(thread_id, write=True), self.namespace, thread_id, bodies)
+        flags = await self.memory._conn.functions.append_events(self.namespace, thread_id,
+                                                                bodies)
         return sum(flags)
 
     async def get_recent_events(self, thread_id: str, limit: int = 50) -> list[MemoryEvent]:
@@ -419,8 +412,7 @@ class RedisMemoryStore:
         got, before = 0, ""
         while got < wanted:  # newest page first; each call bounded (MAX_EVENTS_PER_READ)
             page = await self.memory._conn.functions.recent_events(
-                [K.thread_events(self.namespace, thread_id)], self.namespace, thread_id,
-                min(limits.MAX_EVENTS_PER_READ, wanted - got), before)
+                self.namespace, thread_id, min(limits.MAX_EVENTS_PER_READ, wanted - got), before)
             if not page:
                 break
             pages.append(page)
@@ -444,7 +436,7 @@ class RedisMemoryStore:
         found: list[tuple[str, bytes | None]] = []
         while len(found) < wanted:  # pages of MAX_EVENTS_PER_READ, each call bounded
             page = await self.memory._conn.functions.events_since(
-                self._thread_keys(thread_id, write=False), self.namespace, thread_id, since,
+                self.namespace, thread_id, since,
                 min(limits.MAX_EVENTS_PER_READ, wanted - len(found)), len(found))
             if not page:
                 break
@@ -462,8 +454,7 @@ class RedisMemoryStore:
             raise InvalidArgumentError(
                 f"at most {limits.MAX_EVENTS_PER_CALL} events per call, got {len(events)}")
         bodies = [event_json(event, thread_id) for event in events]
-        await self.memory._conn.functions.replace_events(
-            self._thread_keys(thread_id, write=True), self.namespace, thread_id, bodies)
+        await self.memory._conn.functions.replace_events(self.namespace, thread_id, bodies)
 
     async def compact_thread(self, thread_id: str,
                              event_policy: RetentionPolicy | None = None) -> CompactionResult:
@@ -511,10 +502,9 @@ class RedisMemoryStore:
         doomed = [(stream_id, event_id) for stream_id, event_id, _ in entries
                   if stream_id not in keep]
         removed, held = 0, int(await client.xlen(events_key))
-        keys = self._thread_keys(thread_id, write=True)[:3]
         for first in range(0, len(doomed), _PAGE):
             dropped, held = await self.memory._conn.functions.drop_events(
-                keys, ns, thread_id, doomed[first:first + _PAGE])
+                ns, thread_id, doomed[first:first + _PAGE])
             removed += dropped
         return CompactionResult(removed, held)
 
@@ -580,17 +570,15 @@ class RedisMemoryStore:
             await self._ensure_vector_index(dim)
         await self._ensure_text_index()
         ns = self.namespace
-        return await self.memory._conn.functions.upsert_memory(
-            [K.memory(ns, user, memory.id), K.memories(ns, user), K.memory_dim(ns)],
-            ns, user, memory.id, record, blob, newer=newer)
+        return await self.memory._conn.functions.upsert_memory(ns, user, memory.id, record, blob,
+                                                               newer=newer)
 
     async def delete_long_term_memory(self, user_id: str | None, memory_id: str) -> None:
         """Delete a memory (nothing happens when it is absent)."""
         user = _user_key(user_id)
         check.check_key(memory_id)
         ns = self.namespace
-        await self.memory._conn.functions.delete_memory(
-            [K.memory(ns, user, memory_id), K.memories(ns, user)], ns, user, memory_id)
+        await self.memory._conn.functions.delete_memory(ns, user, memory_id)
 
     async def list_long_term_memories(self, user_id: str | None, *, scope: str | None = None,
                                       limit: int = 100) -> list[LongTermMemory]:

@@ -647,43 +647,33 @@ class _Writer:
             self.summary.count("settings", len(wanted), len(row.args[0]) - len(wanted))
 
     async def _session(self) -> None:
-        ns = self.mem.namespace
         for row in self.rows:
-            new = await self.mem._conn.functions.create_session([K.sessions(ns)], ns, *row.args)
+            new = await self.mem._conn.functions.create_session(self.mem.namespace, *row.args)
             self.summary.count("session", int(new), int(not new))
 
     async def _value(self, scope: str, sid: str) -> None:
-        ns = self.mem.namespace
-        keys = [*K.scope_writes(ns, "value", scope, sid, self.mem.principal), K.config(ns),
-                *(K.value(ns, scope, sid, row.args[0]) for row in self.rows)]
         written = await self.mem._conn.functions.import_values(
-            keys, ns, scope, sid, self.mem.principal, [row.args for row in self.rows])
+            self.mem.namespace, scope, sid, self.mem.principal, [row.args for row in self.rows])
         done = sum(1 for revision in written if revision)
         self.summary.count("value", done, len(written) - done)
 
     async def _vector(self, scope: str, sid: str) -> None:
-        ns = self.mem.namespace
         await V.ensure_scope_indexes(self.mem._conn, (row.args[-1] for row in self.rows))
-        keys = [*K.scope_writes(ns, "vector", scope, sid, self.mem.principal), K.config(ns),
-                K.vector_dims(ns, scope, sid),
-                *(K.vector(ns, scope, sid, row.args[0]) for row in self.rows)]
         written = await self.mem._conn.functions.import_vectors(
-            keys, ns, scope, sid, self.mem.principal, [row.args[:-1] for row in self.rows])
+            self.mem.namespace, scope, sid, self.mem.principal,
+            [row.args[:-1] for row in self.rows])
         done = sum(1 for revision in written if revision)
         self.summary.count("vector", done, len(written) - done)
 
     async def _revisions(self, kind: K.Kind, scope: str, sid: str) -> None:
-        ns = self.mem.namespace
         for row in self.rows:
             raised = await self.mem._conn.functions.raise_revisions(
-                [K.revisions(ns, kind, scope, sid), K.config(ns)], ns, scope, sid, kind,
-                row.args[0])
+                self.mem.namespace, scope, sid, kind, row.args[0])
             self.summary.count("revisions", raised, len(row.args[0]) - raised)
 
     async def _event(self, thread: str) -> None:
         flags = await self.mem._conn.functions.append_events(
-            self.store._thread_keys(thread, write=True), self.mem.namespace, thread,
-            [row.args[0] for row in self.rows])
+            self.mem.namespace, thread, [row.args[0] for row in self.rows])
         self.summary.count("event", sum(flags), len(flags) - sum(flags))
 
     async def _memory(self) -> None:

@@ -642,8 +642,6 @@ async def bench_json(url: str, n: int) -> list[dict[str, Any]]:
     async with await redismem.connect(url, namespace=ns, principal="bench") as mem:
         client = mem.client
         await client.config_set("slowlog-log-slower-than", 0)
-        scope = mem.session("s")
-        keys = [*scope._scope_keys("value"), scope._value_key("k")]
         for token, what in JSON_SHAPES.items():
             row: dict[str, Any] = {"op": what, "token": token}
             for label, size in (("1 KiB", 1024), ("64 KiB", 65536),
@@ -653,7 +651,7 @@ async def bench_json(url: str, n: int) -> list[dict[str, Any]]:
                 best = float("inf")
                 for _ in range(n):
                     await client.slowlog_reset()
-                    await mem._conn.functions.set_values(keys, ns, "session", "s", "", "bench",
+                    await mem._conn.functions.set_values(ns, "session", "s", "", "bench",
                                                          [("k", text, "")])
                     times = [e["duration"] for e in await client.slowlog_get(10)
                              if e["command"].upper().startswith(b"FCALL")]

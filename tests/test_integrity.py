@@ -140,9 +140,7 @@ async def test_a_feed_size_that_is_not_a_count_starts_again(mem: redismem.Memory
 
 
 async def raise_revision(mem: redismem.Memory, key: str, revision: int) -> None:
-    ns = mem.namespace
-    keys = [K.revisions(ns, "value", "session", "s"), K.config(ns)]
-    await mem._conn.functions.raise_revisions(keys, ns, "session", "s", "value",
+    await mem._conn.functions.raise_revisions(mem.namespace, "session", "s", "value",
                                               [(key, revision)])
 
 
@@ -333,10 +331,8 @@ async def test_a_call_over_the_budget_is_refused_on_both_sides(mem: redismem.Mem
     raw = Functions(mem.client)  # no Python pre-check: the Lua side refuses too
     raw.max_call_bytes = 1 << 40
     items = [(key, f'"{value}"', "") for key, value in big.items()]
-    keys = [*K.scope_writes(mem.namespace, "value", "session", "s", "me"),
-            *(K.value(mem.namespace, "session", "s", key) for key in big)]
     with pytest.raises(redismem.RequestTooLargeError, match="65536"):
-        await raw.set_values(keys, mem.namespace, "session", "s", "", "me", items)
+        await raw.set_values(mem.namespace, "session", "s", "", "me", items)
     assert await snapshot(mem) == before
     await scope.set_many(dict(list(big.items())[:5]))  # under the budget
 
@@ -364,8 +360,7 @@ async def test_trim_works_in_slices(rmem: redismem.Memory) -> None:
         await scope.set_many({f"k{i}": i for i in range(start, start + 1000)})
     await rmem.configure(feed_retention_ms=1)
     await asyncio.sleep(0.01)
-    keys = [K.feed(rmem.namespace), K.feed_size(rmem.namespace), K.config(rmem.namespace)]
-    dropped, more = await rmem._conn.functions.trim_feed(keys, rmem.namespace,
+    dropped, more = await rmem._conn.functions.trim_feed(rmem.namespace,
                                                          limits.TRIM_SLICE_EVENTS)
     assert (dropped, more) == (limits.TRIM_SLICE_EVENTS, True)
     assert await rmem.trim_feed() == 5000 - limits.TRIM_SLICE_EVENTS
@@ -380,12 +375,9 @@ async def test_vector_batches_are_bounded_and_bulk_loads_split(mem: redismem.Mem
     with pytest.raises(redismem.RequestTooLargeError, match="max_call_vectors"):
         await scope.set_vectors(items)
     raw = Functions(mem.client)  # the Lua side refuses too
-    keys = [*K.scope_writes(mem.namespace, "vector", "session", "s", "me"),
-            K.vector_dims(mem.namespace, "session", "s"),
-            *(K.vector(mem.namespace, "session", "s", key) for key, _ in items[:129])]
     blobs = [(key, np.asarray(e, dtype="<f4").tobytes(), "{}", "") for key, e in items[:129]]
     with pytest.raises(redismem.RequestTooLargeError, match="128"):
-        await raw.set_vectors(keys, mem.namespace, "session", "s", "", "me", blobs)
+        await raw.set_vectors(mem.namespace, "session", "s", "", "me", blobs)
     assert await snapshot(mem) == before
     revisions = await scope.set_vectors(items, atomic=False)
     assert len(revisions) == 300 and set(revisions.values()) == {1}

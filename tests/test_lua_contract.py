@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 import shutil
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 import redis
 
 import redismem
-from redismem import library, limits, transfer
+from redismem import functions, library, limits, transfer
 from redismem.client import open_client
 from redismem.functions import Functions
 from redismem.library import assemble, ensure_library
@@ -48,20 +49,23 @@ def test_every_function_file_documents_its_contract(path: Path) -> None:
 
 
 class Recording(Functions):
-    """Functions that remember how many KEYS each call passed."""
+    """Functions that remember each call: its name, KEYS, ARGV and whether
+    it was read-only."""
 
     def __init__(self, client: Any) -> None:
         super().__init__(client)
         self.calls: dict[str, list[int]] = {}
+        self.sent: list[tuple[str, list[str], list[Any], bool]] = []
 
     async def _call(self, name: str, keys: Any, args: Any, **options: Any) -> Any:
         self.calls.setdefault(name, []).append(len(keys))
+        self.sent.append((name, list(keys), list(args), bool(options.get("read_only"))))
         return await super()._call(name, keys, args, **options)
 
 
-async def test_python_wrappers_pass_the_keys_the_headers_list(rmem: redismem.Memory,
-                                                               redis_url: str,
-                                                               tmp_path: Path) -> None:
+async def call_every_function(rmem: redismem.Memory, redis_url: str, tmp_path: Path
+                              ) -> Recording:
+    """Every library function, called through the facade, recorded."""
     recording = Recording(rmem.client)
     rmem._conn.functions = recording
     scope = rmem.session("s")
@@ -101,6 +105,13 @@ async def test_python_wrappers_pass_the_keys_the_headers_list(rmem: redismem.Mem
     async with redismem.RedisMemoryStore(redis_url, namespace=rmem.namespace + "-i") as store:
         store.memory._conn.functions = recording
         await transfer.import_file(store, export)
+    return recording
+
+
+async def test_python_wrappers_pass_the_keys_the_headers_list(rmem: redismem.Memory,
+                                                               redis_url: str,
+                                                               tmp_path: Path) -> None:
+    recording = await call_every_function(rmem, redis_url, tmp_path)
     assert set(recording.calls) == {f"redismem_{p.stem}" for p in FUNCTION_FILES}
     for path in FUNCTION_FILES:
         fixed, variadic = header_keys(path)
@@ -111,6 +122,39 @@ async def test_python_wrappers_pass_the_keys_the_headers_list(rmem: redismem.Mem
             assert counts == [fixed + n for n in items], path.name
         else:
             assert set(counts) == {fixed}, path.name
+
+
+async def test_the_lua_side_checks_every_key_python_builds(
+        rmem: redismem.Memory, redis_url: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key schema is written twice, in redismem/keys.py and
+    lua/lib/30_keys.lua. Every call above succeeded, so the Lua side
+    accepted the keys Python built; here each of those keys in turn is
+    swapped for another key of the same slot, and the Lua side refuses the
+    call: no slot goes unchecked, so the two schemas cannot drift apart
+    without a failing call."""
+    ids: set[str] = set()
+
+    def recorded_id() -> str:
+        ids.add(fresh := secrets.token_urlsafe(12))
+        return fresh
+
+    monkeypatch.setattr(functions, "request_id", recorded_id)
+    recording = await call_every_function(rmem, redis_url, tmp_path)
+    unchecked = []
+    for name, keys, args, read_only in recording.sent:
+        ns = re.match(r"rm:\{([^}]*)\}", keys[0])[1] if keys else None  # type: ignore[index]
+        for slot in range(len(keys)):
+            wrong = [*keys[:slot], f"rm:{{{ns}}}:not-a-library-key", *keys[slot + 1:]]
+            fresh = [secrets.token_urlsafe(12) if arg in ids else arg for arg in args]
+            try:
+                await rmem.client.execute_command("FCALL_RO" if read_only else "FCALL", name,
+                                                  len(wrong), *wrong, *fresh)
+            except redis.ResponseError as exc:
+                assert str(exc).startswith(("INVALID_ARGUMENT", "INVALID_KEY")), (name, slot, exc)
+            else:
+                unchecked.append((name, slot + 1, keys[slot]))
+    assert unchecked == []
 
 
 def test_lua_and_python_settings_agree() -> None:
