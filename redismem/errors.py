@@ -10,54 +10,64 @@ class RedisMemError(Exception):
     """Base class of every redismem error; ``code`` is the snake_case error code."""
 
     code = "redismem_error"
+    lua_reply = False
+    """Whether the Lua library replies with this class's code (``CODE message``)."""
 
 
 class InvalidArgumentError(RedisMemError, ValueError):
     """An argument is out of bounds or malformed; nothing was changed."""
 
     code = "invalid_argument"
+    lua_reply = True
 
 
 class InvalidIdError(InvalidArgumentError):
     """A namespace, scope id or principal is empty, too long or has ``:{}`` or space."""
 
     code = "invalid_id"
+    lua_reply = True
 
 
 class InvalidKeyError(InvalidArgumentError):
     """A key is empty, longer than 512 bytes or holds control characters."""
 
     code = "invalid_key"
+    lua_reply = True
 
 
 class InvalidValueError(InvalidArgumentError):
     """A value is not JSON-serialisable (Python) or not valid JSON (Lua)."""
 
     code = "invalid_json"
+    lua_reply = True
 
 
 class ValueTooLargeError(InvalidArgumentError):
     """A value's canonical JSON exceeds the namespace's ``max_value_bytes``."""
 
     code = "value_too_large"
+    lua_reply = True
 
 
 class InvalidTTLError(InvalidArgumentError):
     """A TTL is not a positive number of seconds within ten years."""
 
     code = "invalid_ttl"
+    lua_reply = True
 
 
 class InvalidRevisionError(InvalidArgumentError):
     """An expected revision is not a non-negative integer."""
 
     code = "invalid_revision"
+    lua_reply = True
 
 
 class InvalidCursorError(InvalidArgumentError):
     """A cursor was not produced by redismem for this listing."""
 
     code = "invalid_cursor"
+    lua_reply = True
 
 
 class InvalidVectorError(InvalidArgumentError):
@@ -65,6 +75,7 @@ class InvalidVectorError(InvalidArgumentError):
     wrong dimension for the vectors it is compared with."""
 
     code = "invalid_vector"
+    lua_reply = True
 
 
 class InvalidMetadataError(InvalidArgumentError):
@@ -72,6 +83,7 @@ class InvalidMetadataError(InvalidArgumentError):
     not a dict of scalar values."""
 
     code = "invalid_metadata"
+    lua_reply = True
 
 
 class InvalidEventError(InvalidArgumentError):
@@ -79,12 +91,14 @@ class InvalidEventError(InvalidArgumentError):
     a payload that is not JSON, or a thread id other than the thread's."""
 
     code = "invalid_event"
+    lua_reply = True
 
 
 class InvalidMemoryError(InvalidArgumentError):
     """A long-term memory record is malformed."""
 
     code = "invalid_memory"
+    lua_reply = True
 
 
 class InvalidExportError(InvalidArgumentError):
@@ -101,6 +115,7 @@ class RequestTooLargeError(InvalidArgumentError):
     members (write such a value with ``set``)."""
 
     code = "request_too_large"
+    lua_reply = True
 
 
 class ValueTypeError(InvalidArgumentError):
@@ -108,6 +123,7 @@ class ValueTypeError(InvalidArgumentError):
     is not a list; nothing was changed."""
 
     code = "wrong_type"
+    lua_reply = True
 
 
 class RevisionLimitError(RedisMemError):
@@ -115,6 +131,7 @@ class RevisionLimitError(RedisMemError):
     revisions never wrap or repeat."""
 
     code = "revision_limit"
+    lua_reply = True
 
 
 class FeedCorruptError(RedisMemError):
@@ -122,6 +139,7 @@ class FeedCorruptError(RedisMemError):
     sequence counter that is not a number); nothing was changed."""
 
     code = "feed_corrupt"
+    lua_reply = True
 
 
 class PermissionDeniedError(RedisMemError):
@@ -161,6 +179,7 @@ class ConflictError(RedisMemError):
     """
 
     code = "revision_conflict"
+    lua_reply = True
 
     def __init__(self, message: str, *, key: str | None = None, expected: int = -1,
                  actual: int = -1) -> None:
@@ -254,25 +273,14 @@ class ServerStartError(RedisMemError):
     code = "server_start"
 
 
+def _subclasses(cls: type[RedisMemError]) -> list[type[RedisMemError]]:
+    return [cls, *(sub for direct in cls.__subclasses__() for sub in _subclasses(direct))]
+
+
 BY_CODE: dict[str, type[RedisMemError]] = {
-    "INVALID_ARGUMENT": InvalidArgumentError,
-    "INVALID_ID": InvalidIdError,
-    "INVALID_KEY": InvalidKeyError,
-    "INVALID_JSON": InvalidValueError,
-    "VALUE_TOO_LARGE": ValueTooLargeError,
-    "INVALID_TTL": InvalidTTLError,
-    "INVALID_REVISION": InvalidRevisionError,
-    "INVALID_CURSOR": InvalidCursorError,
-    "INVALID_VECTOR": InvalidVectorError,
-    "INVALID_METADATA": InvalidMetadataError,
-    "INVALID_EVENT": InvalidEventError,
-    "INVALID_MEMORY": InvalidMemoryError,
-    "REVISION_CONFLICT": ConflictError,
-    "REQUEST_TOO_LARGE": RequestTooLargeError,
-    "WRONG_TYPE": ValueTypeError,
-    "REVISION_LIMIT": RevisionLimitError,
-    "FEED_CORRUPT": FeedCorruptError,
-}
+    cls.code.upper(): cls for cls in _subclasses(RedisMemError) if vars(cls).get("lua_reply")}
+"""The class of each error code a Lua function replies with: those that set
+``lua_reply`` themselves (a subclass does not inherit it)."""
 
 _CONFLICT = re.compile(r"expected (\d+) actual (\d+)")
 

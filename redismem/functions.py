@@ -106,6 +106,16 @@ def request_bytes(keys: Sequence[str], args: Sequence[str | bytes | int]) -> int
     return sum(_size(part) for part in (*keys, *args))
 
 
+_SET = {"value": "redismem_set_values", "vector": "redismem_set_vectors"}
+_DELETE = {"value": "redismem_delete_value", "vector": "redismem_delete_vector"}
+_IMPORT = {"value": "redismem_import_values", "vector": "redismem_import_vectors"}
+
+
+def _dimensions(ns: str, kind: K.Kind, scope: str, sid: str) -> list[str]:
+    """The scope's vector-dimensions hash, which vector writes also pass."""
+    return [K.vector_dims(ns, scope, sid)] if kind == "vector" else []
+
+
 class Functions:
     """One typed method per Lua function of the library. Callers pass names
     (namespace, scope, scope id, keys, thread, user); each method builds its
@@ -232,28 +242,55 @@ class Functions:
     def write_overhead(ns: str, kind: K.Kind, scope: str, sid: str, principal: str) -> int:
         """The bytes of the keys and arguments a batch write of one scope
         (``set_values``, ``set_vectors``) sends whatever its items, at most."""
-        extra = [K.vector_dims(ns, scope, sid)] if kind == "vector" else []
-        return request_bytes([*K.scope_writes(ns, kind, scope, sid, principal), *extra],
+        return request_bytes([*K.scope_writes(ns, kind, scope, sid, principal),
+                              *_dimensions(ns, kind, scope, sid)],
                              [ns, scope, sid, str(limits.MAX_TTL_MS), principal, request_id()])
 
     @staticmethod
     def item_bytes(ns: str, kind: K.Kind, scope: str, sid: str,
                    item: Sequence[str | bytes]) -> int:
         """The bytes one item adds to a batch write: its key and its arguments."""
-        build = K.value if kind == "value" else K.vector
-        return request_bytes([build(ns, scope, sid, str(item[0]))], item)
+        return request_bytes([K.entry(ns, kind, scope, sid, str(item[0]))], item)
 
-    async def set_values(self, ns: str, scope: str, sid: str, ttl: str, principal: str,
-                         items: Sequence[tuple[str, str, str]]) -> list[int]:
-        """``redismem_set_values``; ``items`` are (key, json, expected) triples."""
-        keys = [*K.scope_writes(ns, "value", scope, sid, principal),
-                *(K.value(ns, scope, sid, item[0]) for item in items)]
+    async def set_items(self, kind: K.Kind, ns: str, scope: str, sid: str, ttl: str,
+                        principal: str, items: Sequence[Sequence[str | bytes]]) -> list[int]:
+        """``redismem_set_values`` (``items`` are (key, json, expected)
+        triples) or ``redismem_set_vectors`` ((key, float32 bytes, metadata
+        JSON, expected) quadruples): the revision of each item."""
+        keys = [*K.scope_writes(ns, kind, scope, sid, principal),
+                *_dimensions(ns, kind, scope, sid),
+                *(K.entry(ns, kind, scope, sid, str(item[0])) for item in items)]
         args: list[str | bytes | int] = [ns, scope, sid, ttl, principal, request_id()]
         for item in items:
             args.extend(item)
-        only = items[0][0] if len(items) == 1 else None
-        reply = await self._call("redismem_set_values", keys, args, key=only)
+        only = str(items[0][0]) if len(items) == 1 else None
+        reply = await self._call(_SET[kind], keys, args, key=only)
         return [int(revision) for revision in reply]
+
+    async def delete_item(self, kind: K.Kind, ns: str, scope: str, sid: str, key: str,
+                          expected: str, principal: str) -> bool:
+        """``redismem_delete_value`` or ``redismem_delete_vector``: whether it existed."""
+        keys = [K.entry(ns, kind, scope, sid, key),
+                *K.scope_writes(ns, kind, scope, sid, principal),
+                *_dimensions(ns, kind, scope, sid)]
+        reply = await self._call(_DELETE[kind], keys,
+                                 [ns, scope, sid, key, expected, principal, request_id()],
+                                 key=key)
+        return bool(reply)
+
+    async def import_items(self, kind: K.Kind, ns: str, scope: str, sid: str, principal: str,
+                           items: Sequence[Sequence[str | bytes]]) -> list[int]:
+        """``redismem_import_values`` (``items`` are (key, json, revision, ts,
+        writer, expiry) rows) or ``redismem_import_vectors`` ((key, float32
+        bytes, metadata JSON, revision, ts, writer, expiry) rows). Per item:
+        the revision written, or 0 when kept."""
+        keys = [*K.scope_writes(ns, kind, scope, sid, principal), K.config(ns),
+                *_dimensions(ns, kind, scope, sid),
+                *(K.entry(ns, kind, scope, sid, str(item[0])) for item in items)]
+        args: list[str | bytes | int] = [ns, scope, sid, principal]
+        for item in items:
+            args.extend(item)
+        return [int(r) for r in await self._call(_IMPORT[kind], keys, args)]
 
     async def get_values(self, ns: str, scope: str, sid: str, names: Sequence[str]
                          ) -> list[tuple[bytes | None, int]]:
@@ -280,45 +317,12 @@ class Functions:
         except ValueError:
             return raw, 0
 
-    async def set_vectors(self, ns: str, scope: str, sid: str, ttl: str, principal: str,
-                          items: Sequence[tuple[str, bytes, str, str]]) -> list[int]:
-        """``redismem_set_vectors``; ``items`` are (key, float32 bytes, metadata JSON,
-        expected) quadruples."""
-        keys = [*K.scope_writes(ns, "vector", scope, sid, principal),
-                K.vector_dims(ns, scope, sid),
-                *(K.vector(ns, scope, sid, item[0]) for item in items)]
-        args: list[str | bytes | int] = [ns, scope, sid, ttl, principal, request_id()]
-        for item in items:
-            args.extend(item)
-        only = items[0][0] if len(items) == 1 else None
-        reply = await self._call("redismem_set_vectors", keys, args, key=only)
-        return [int(revision) for revision in reply]
-
     async def get_vectors(self, ns: str, scope: str, sid: str, names: Sequence[str]
                           ) -> list[tuple[bytes | None, bytes | None, int]]:
         """``redismem_get_vectors``: (embedding bytes, metadata JSON, revision) per name."""
         keys = [K.vector(ns, scope, sid, name) for name in names]
         reply = await self._call("redismem_get_vectors", keys, (), read_only=True)
         return list(zip(reply[::3], reply[1::3], reply[2::3], strict=True))
-
-    async def delete_vector(self, ns: str, scope: str, sid: str, key: str, expected: str,
-                            principal: str) -> bool:
-        """``redismem_delete_vector``."""
-        keys = [K.vector(ns, scope, sid, key), *K.scope_writes(ns, "vector", scope, sid, principal),
-                K.vector_dims(ns, scope, sid)]
-        reply = await self._call("redismem_delete_vector", keys,
-                                 [ns, scope, sid, key, expected, principal, request_id()],
-                                 key=key)
-        return bool(reply)
-
-    async def delete_value(self, ns: str, scope: str, sid: str, key: str, expected: str,
-                           principal: str) -> bool:
-        """``redismem_delete_value``."""
-        keys = [K.value(ns, scope, sid, key), *K.scope_writes(ns, "value", scope, sid, principal)]
-        reply = await self._call("redismem_delete_value", keys,
-                                 [ns, scope, sid, key, expected, principal, request_id()],
-                                 key=key)
-        return bool(reply)
 
     async def list_keys(self, ns: str, scope: str, sid: str, kind: K.Kind, prefix: str,
                         cursor: str, limit: str) -> tuple[str | None, list[str], int]:
@@ -418,30 +422,6 @@ class Functions:
         """``redismem_create_session``: True when the session is new."""
         args = [ns, session_id] if created_ms is None else [ns, session_id, str(created_ms)]
         return bool(await self._call("redismem_create_session", [K.sessions(ns)], args))
-
-    async def import_values(self, ns: str, scope: str, sid: str, principal: str,
-                            items: Sequence[Sequence[str]]) -> list[int]:
-        """``redismem_import_values``; ``items`` are (key, json, revision, ts,
-        writer, expiry) rows. Per item: the revision written, or 0 when kept."""
-        keys = [*K.scope_writes(ns, "value", scope, sid, principal), K.config(ns),
-                *(K.value(ns, scope, sid, item[0]) for item in items)]
-        args: list[str | bytes | int] = [ns, scope, sid, principal]
-        for item in items:
-            args.extend(item)
-        return [int(r) for r in await self._call("redismem_import_values", keys, args)]
-
-    async def import_vectors(self, ns: str, scope: str, sid: str, principal: str,
-                             items: Sequence[Sequence[str | bytes]]) -> list[int]:
-        """``redismem_import_vectors``; ``items`` are (key, float32 bytes, metadata
-        JSON, revision, ts, writer, expiry) rows. Per item: the revision
-        written, or 0 when kept."""
-        keys = [*K.scope_writes(ns, "vector", scope, sid, principal), K.config(ns),
-                K.vector_dims(ns, scope, sid),
-                *(K.vector(ns, scope, sid, str(item[0])) for item in items)]
-        args: list[str | bytes | int] = [ns, scope, sid, principal]
-        for item in items:
-            args.extend(item)
-        return [int(r) for r in await self._call("redismem_import_vectors", keys, args)]
 
     async def raise_revisions(self, ns: str, scope: str, sid: str, kind: K.Kind,
                               revisions: Sequence[tuple[str, int]]) -> int:

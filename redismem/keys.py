@@ -37,6 +37,11 @@ def vector(ns: str, scope: str, sid: str, key: str) -> str:
     return f"{base(ns)}vec:{scope}:{sid}:{key}"
 
 
+def entry(ns: str, kind: Kind, scope: str, sid: str, key: str) -> str:
+    """The hash of one value or vector: :func:`value` or :func:`vector`."""
+    return (value if kind == "value" else vector)(ns, scope, sid, key)
+
+
 def vector_prefix(ns: str) -> str:
     """The prefix of every vector hash of namespace ``ns`` (what indexes cover)."""
     return f"{base(ns)}vec:"

@@ -32,7 +32,7 @@ from .functions import Functions
 from .library import ensure_library
 from .retries import CLUSTER_TIMEOUT
 from .scope import MemoryScope
-from .types import Capabilities, ChangePage, MemoryChangeEvent, MemoryValue
+from .types import Capabilities, ChangePage, MemoryChangeEvent, MemoryValue, ScopeKind
 
 Listener = Callable[[MemoryChangeEvent], Any]
 
@@ -137,10 +137,9 @@ class Memory:
         Raises:
             ValueError: no id given and no session active.
         """
-        sid = session_id if session_id is not None else _active_session.get()
-        if sid is None:
-            raise ValueError("a session id is needed: pass session_id or enter session_scope()")
-        return MemoryScope(self._conn, "session", sid)
+        return self._contextual("session", session_id, _active_session,
+                                "a session id is needed: pass session_id or enter "
+                                "session_scope()")
 
     def actor(self, actor_id: str | None = None) -> MemoryScope:
         """The scope of ``actor_id``, by default this connection's principal."""
@@ -153,10 +152,17 @@ class Memory:
         Raises:
             ValueError: no id given and no workflow active.
         """
-        rid = root_id if root_id is not None else _active_workflow.get()
-        if rid is None:
-            raise ValueError("a workflow root id is needed: pass root_id or enter workflow_scope()")
-        return MemoryScope(self._conn, "workflow", rid)
+        return self._contextual("workflow", root_id, _active_workflow,
+                                "a workflow root id is needed: pass root_id or enter "
+                                "workflow_scope()")
+
+    def _contextual(self, scope: ScopeKind, given: str | None, active: ContextVar[str | None],
+                    missing: str) -> MemoryScope:
+        """The scope of ``given``, else of the id ``active`` holds."""
+        sid = given if given is not None else active.get()
+        if sid is None:
+            raise ValueError(missing)
+        return MemoryScope(self._conn, scope, sid)
 
     def global_scope(self) -> MemoryScope:
         """The namespace-wide scope."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -140,7 +140,7 @@ class MemoryScope:
         check.check_key(key)
         item = (key, check.canonical_json(value, self._conn.max_value_bytes),
                 check.expected_arg(expected_revision))
-        return (await self._set_items([item], check.ttl_arg(ttl_seconds)))[0]
+        return (await self._write("value", [item], check.ttl_arg(ttl_seconds)))[0]
 
     async def set_many(self, mapping: Mapping[str, Any], *, ttl_seconds: float | None = None,
                        atomic: bool = True) -> dict[str, int]:
@@ -165,7 +165,7 @@ class MemoryScope:
         ttl = check.ttl_arg(ttl_seconds)
         revisions: list[int] = []
         for part in self._calls(items, "value", limits.MAX_BATCH, atomic):
-            revisions += await self._set_items(part, ttl)
+            revisions += await self._write("value", part, ttl)
         return dict(zip(mapping, revisions, strict=True))
 
     def _calls(self, items: list[Any], kind: KeyKind, max_items: int, atomic: bool
@@ -189,9 +189,17 @@ class MemoryScope:
             total += size
         return calls
 
-    async def _set_items(self, items: list[tuple[str, str, str]], ttl: str) -> list[int]:
-        return await self._conn.functions.set_values(*self._scope_args(), ttl,
-                                                     self._conn.principal, items)
+    async def _write(self, kind: KeyKind, items: Sequence[Sequence[str | bytes]], ttl: str
+                     ) -> list[int]:
+        """One call writing checked ``items`` of ``kind``: their revisions."""
+        return await self._conn.functions.set_items(kind, *self._scope_args(), ttl,
+                                                    self._conn.principal, items)
+
+    async def _delete(self, kind: KeyKind, key: str, expected_revision: int | None) -> bool:
+        check.check_key(key)
+        expected = check.expected_arg(expected_revision)
+        return await self._conn.functions.delete_item(kind, *self._scope_args(), key, expected,
+                                                      self._conn.principal)
 
     async def delete(self, key: str, *, expected_revision: int | None = None) -> bool:
         """Delete ``key``; False when it did not exist.
@@ -199,10 +207,7 @@ class MemoryScope:
         Raises:
             ConflictError: the stored revision is not ``expected_revision``.
         """
-        check.check_key(key)
-        expected = check.expected_arg(expected_revision)
-        return await self._conn.functions.delete_value(*self._scope_args(), key, expected,
-                                                       self._conn.principal)
+        return await self._delete("value", key, expected_revision)
 
     async def update(self, key: str, fn: Callable[[Any], Any | Awaitable[Any]], *,
                      timeout: float = 10.0, attempts: int | None = None) -> Any:
@@ -243,7 +248,7 @@ class MemoryScope:
             item = (key, check.canonical_json(new, self._conn.max_value_bytes),
                     str(current.revision))
             try:
-                await self._set_items([item], "KEEPTTL")
+                await self._write("value", [item], "KEEPTTL")
             except ConflictError as exc:
                 now = loop.time()
                 if now >= deadline or (attempts is not None and tries >= attempts):
@@ -393,7 +398,7 @@ class MemoryScope:
         item = (check.check_key(key), blob, V.metadata_json(metadata),
                 check.expected_arg(expected_revision))
         await V.ensure_scope_indexes(self._conn, [dim])
-        return (await self._set_vector_items([item], check.ttl_arg(ttl_seconds)))[0]
+        return (await self._write("vector", [item], check.ttl_arg(ttl_seconds)))[0]
 
     async def set_vectors(self, items: Iterable[VectorItem] | Mapping[str, Any], *,
                           ttl_seconds: float | None = None, atomic: bool = True
@@ -435,13 +440,8 @@ class MemoryScope:
         await V.ensure_scope_indexes(self._conn, dims)
         revisions: list[int] = []
         for part in self._calls(prepared, "vector", most, atomic):
-            revisions += await self._set_vector_items(part, ttl)
+            revisions += await self._write("vector", part, ttl)
         return {item[0]: revision for item, revision in zip(prepared, revisions, strict=True)}
-
-    async def _set_vector_items(self, items: list[tuple[str, bytes, str, str]], ttl: str
-                                ) -> list[int]:
-        return await self._conn.functions.set_vectors(*self._scope_args(), ttl,
-                                                      self._conn.principal, items)
 
     async def get_vector(self, key: str) -> VectorValue:
         """Read a vector; absent or expired: ``VectorValue(None, None, 0, False)``."""
@@ -466,10 +466,7 @@ class MemoryScope:
         Raises:
             ConflictError: the stored revision is not ``expected_revision``.
         """
-        check.check_key(key)
-        expected = check.expected_arg(expected_revision)
-        return await self._conn.functions.delete_vector(*self._scope_args(), key, expected,
-                                                        self._conn.principal)
+        return await self._delete("vector", key, expected_revision)
 
     async def similarity_search(self, query: Any, top_k: int = 10, *,
                                 filter: Mapping[str, Any] | None = None,

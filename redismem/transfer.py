@@ -652,15 +652,16 @@ class _Writer:
             self.summary.count("session", int(new), int(not new))
 
     async def _value(self, scope: str, sid: str) -> None:
-        written = await self.mem._conn.functions.import_values(
-            self.mem.namespace, scope, sid, self.mem.principal, [row.args for row in self.rows])
+        written = await self.mem._conn.functions.import_items(
+            "value", self.mem.namespace, scope, sid, self.mem.principal,
+            [row.args for row in self.rows])
         done = sum(1 for revision in written if revision)
         self.summary.count("value", done, len(written) - done)
 
     async def _vector(self, scope: str, sid: str) -> None:
         await V.ensure_scope_indexes(self.mem._conn, (row.args[-1] for row in self.rows))
-        written = await self.mem._conn.functions.import_vectors(
-            self.mem.namespace, scope, sid, self.mem.principal,
+        written = await self.mem._conn.functions.import_items(
+            "vector", self.mem.namespace, scope, sid, self.mem.principal,
             [row.args[:-1] for row in self.rows])
         done = sum(1 for revision in written if revision)
         self.summary.count("vector", done, len(written) - done)

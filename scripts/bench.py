@@ -651,7 +651,7 @@ async def bench_json(url: str, n: int) -> list[dict[str, Any]]:
                 best = float("inf")
                 for _ in range(n):
                     await client.slowlog_reset()
-                    await mem._conn.functions.set_values(ns, "session", "s", "", "bench",
+                    await mem._conn.functions.set_items("value", ns, "session", "s", "", "bench",
                                                          [("k", text, "")])
                     times = [e["duration"] for e in await client.slowlog_get(10)
                              if e["command"].upper().startswith(b"FCALL")]

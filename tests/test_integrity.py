@@ -332,7 +332,7 @@ async def test_a_call_over_the_budget_is_refused_on_both_sides(mem: redismem.Mem
     raw.max_call_bytes = 1 << 40
     items = [(key, f'"{value}"', "") for key, value in big.items()]
     with pytest.raises(redismem.RequestTooLargeError, match="65536"):
-        await raw.set_values(mem.namespace, "session", "s", "", "me", items)
+        await raw.set_items("value", mem.namespace, "session", "s", "", "me", items)
     assert await snapshot(mem) == before
     await scope.set_many(dict(list(big.items())[:5]))  # under the budget
 
@@ -377,7 +377,7 @@ async def test_vector_batches_are_bounded_and_bulk_loads_split(mem: redismem.Mem
     raw = Functions(mem.client)  # the Lua side refuses too
     blobs = [(key, np.asarray(e, dtype="<f4").tobytes(), "{}", "") for key, e in items[:129]]
     with pytest.raises(redismem.RequestTooLargeError, match="128"):
-        await raw.set_vectors(mem.namespace, "session", "s", "", "me", blobs)
+        await raw.set_items("vector", mem.namespace, "session", "s", "", "me", blobs)
     assert await snapshot(mem) == before
     revisions = await scope.set_vectors(items, atomic=False)
     assert len(revisions) == 300 and set(revisions.values()) == {1}

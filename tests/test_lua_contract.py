@@ -15,6 +15,7 @@ import redis
 import redismem
 from redismem import functions, library, limits, transfer
 from redismem.client import open_client
+from redismem.errors import BY_CODE
 from redismem.functions import Functions
 from redismem.library import assemble, ensure_library
 from redismem.server import EmbeddedServer
@@ -155,6 +156,21 @@ async def test_the_lua_side_checks_every_key_python_builds(
             else:
                 unchecked.append((name, slot + 1, keys[slot]))
     assert unchecked == []
+
+
+def test_every_error_code_the_library_replies_with_has_one_class() -> None:
+    """The codes Lua fails with (quoted in its sources) and those the
+    function headers list are exactly the codes of errors.BY_CODE."""
+    raised: set[str] = set()
+    listed: set[str] = set()
+    for path in LUA.rglob("*.lua"):
+        text = path.read_text()
+        raised |= set(re.findall(r"'([A-Z]+_[A-Z_]+)'", text))
+        if path in FUNCTION_FILES:
+            listed |= set(re.findall(r"\b[A-Z]+_[A-Z_]+\b",
+                                     header(path).partition("Errors:")[2]))
+    assert raised == listed == set(BY_CODE)
+    assert len(set(BY_CODE.values())) == len(BY_CODE)
 
 
 def test_lua_and_python_settings_agree() -> None:

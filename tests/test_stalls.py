@@ -51,7 +51,7 @@ async def test_a_mebibyte_of_slow_json_is_checked_and_the_server_answers(
     async with await redismem.connect(stall_url, namespace="stall") as mem:
         text = mebibyte_of(token)
         assert len(text) <= limits.MAX_VALUE_BYTES
-        call = mem._conn.functions.set_values("stall", "session", "s", "", mem.principal,
+        call = mem._conn.functions.set_items("value", "stall", "session", "s", "", mem.principal,
                                               [("k", text, "")])
         if ADVERSARIAL[token]:
             assert (await call)[0] >= 1
@@ -69,8 +69,8 @@ async def test_an_invalid_number_at_the_end_of_a_long_run_is_refused(stall_url: 
         for tail, why in ((",01", "leading zeros"), (",1e400", "finite double"),
                           (",1.", "digits after it")):
             with pytest.raises(redismem.InvalidValueError, match=why):
-                await mem._conn.functions.set_values(
-                    "stall", "session", "s", "", mem.principal,
+                await mem._conn.functions.set_items(
+                    "value", "stall", "session", "s", "", mem.principal,
                     [("bad", mebibyte_of("1.5e-300", tail)[: limits.MAX_VALUE_BYTES], "")])
         assert (await scope.get("bad")).found is False
 

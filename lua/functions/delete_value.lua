@@ -16,17 +16,6 @@
           REVISION_CONFLICT, REVISION_LIMIT, FEED_CORRUPT
   Feed: one "delete" event when a value was deleted; trims the feed's head. ]]
 
-local function delete_value(keys, args)
-  count_args(args, 7, 'namespace, scope, scope id, key, expected revision, principal, request id', 7)
-  local c = scope_args(args, 1)
-  local key = check_key(args[4])
-  local expected = parse_expected(args[5])
-  local principal = check_id('principal', args[6])
-  local request = check_request_id(args[7])
-  expect_keys(keys, 7)
-  local value_key = expect_key(keys, 1, SCHEMA.value(c, key))
-  local w = scope_writer(keys, 2, c, 'value', principal, request)
-  return remove_entry(w, 'delete_value', value_key, key, expected)
-end
-
-register('redismem_delete_value', delete_value)
+register('redismem_delete_value', function(keys, args)
+  return delete_entry(keys, args, 'value', 'delete_value')
+end)

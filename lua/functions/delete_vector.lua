@@ -15,23 +15,6 @@
           REVISION_CONFLICT, REVISION_LIMIT, FEED_CORRUPT
   Feed: one "delete" event (kind vector) when a vector was deleted.      ]]
 
-local function delete_vector(keys, args)
-  count_args(args, 7, 'namespace, scope, scope id, key, expected revision, principal, request id', 7)
-  local c = scope_args(args, 1)
-  local key = check_key(args[4])
-  local expected = parse_expected(args[5])
-  local principal = check_id('principal', args[6])
-  local request = check_request_id(args[7])
-  expect_keys(keys, 8)
-  local vector_key = expect_key(keys, 1, SCHEMA.vector(c, key))
-  local w = scope_writer(keys, 2, c, 'vector', principal, request)
-  local dims_key = expect_key(keys, 8, SCHEMA.dims(c))
-  local dim = tonumber(redis.call('HGET', vector_key, '_dim'))
-  return remove_entry(w, 'delete_vector', vector_key, key, expected, function()
-    if dim then
-      count_dims(dims_key, {[dim] = -1})
-    end
-  end)
-end
-
-register('redismem_delete_vector', delete_vector)
+register('redismem_delete_vector', function(keys, args)
+  return delete_entry(keys, args, 'vector', 'delete_vector')
+end)

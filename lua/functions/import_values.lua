@@ -21,43 +21,6 @@
           VALUE_TOO_LARGE, REQUEST_TOO_LARGE, INVALID_REVISION, FEED_CORRUPT
   Feed: one "set" event per value written (none for kept ones).          ]]
 
-local function import_values(keys, args)
-  count_args(args, 10, 'namespace, scope, scope id, principal, then key, value, revision, ts, writer, expiry')
-  local c = scope_args(args, 1)
-  local principal = check_id('principal', args[4])
-  local count = item_count(args, 4, 6, 'key, value, revision, ts, writer, expiry')
-  expect_keys(keys, 7 + count)
-  local w = scope_writer(keys, 1, c, 'value', principal)
-  expect_key(keys, 7, SCHEMA.config(c))
-  check_request(keys, args, w.settings.max_call_bytes)
-
-  local items, seen = {}, {}
-  for i = 1, count do
-    local base = 6 * i - 1
-    local key = batch_key(seen, args[base])
-    local item = imported_args(args, base + 2)
-    item.key = key
-    item.value_key = expect_key(keys, 7 + i, SCHEMA.value(c, key))
-    item.json = check_json(args[base + 1], w.settings.max_value_bytes)
-    items[i] = item
-  end
-
-  begin_writes(w)
-  local written = {}
-  for i, item in ipairs(items) do
-    written[i] = import_wanted(w, item.value_key, item.key, item) and item.revision or 0
-    if written[i] > 0 then
-      plan_event(w, item.key, 'set', item.revision, item.json)
-    end
-  end
-  start_writing(w)
-  for i, item in ipairs(items) do
-    if written[i] > 0 then
-      import_entry(w, item.value_key, item.key, item, {'v', item.json})
-    end
-  end
-  finish_entries(w)
-  return written
-end
-
-register('redismem_import_values', import_values)
+register('redismem_import_values', function(keys, args)
+  return import_entries(keys, args, 'value')
+end)

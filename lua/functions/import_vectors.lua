@@ -23,50 +23,6 @@
           INVALID_METADATA, REQUEST_TOO_LARGE, INVALID_REVISION, FEED_CORRUPT
   Feed: one "set" event (kind vector, no value) per vector written.       ]]
 
-local function import_vectors(keys, args)
-  count_args(args, 11, 'namespace, scope, scope id, principal, then key, embedding, metadata, revision, ts, writer, expiry')
-  local c = scope_args(args, 1)
-  local principal = check_id('principal', args[4])
-  local count = item_count(args, 4, 7, 'key, embedding, metadata, revision, ts, writer, expiry')
-  expect_keys(keys, 8 + count)
-  local w = scope_writer(keys, 1, c, 'vector', principal)
-  expect_key(keys, 7, SCHEMA.config(c))
-  check_request(keys, args, w.settings.max_call_bytes)
-  check_vector_count(count, w.settings)
-  local dims_key = expect_key(keys, 8, SCHEMA.dims(c))
-  local scope_tag = to_hex(c.scope .. ':' .. c.sid)
-
-  local items, seen, tokens_of = {}, {}, {}
-  for i = 1, count do
-    local base = 7 * i - 2
-    local key = batch_key(seen, args[base])
-    local item = imported_args(args, base + 3)
-    item.key = key
-    item.vector_key = expect_key(keys, 8 + i, SCHEMA.vector(c, key))
-    item.fields, item.dim = vector_fields(args[base + 1], args[base + 2], scope_tag, tokens_of)
-    items[i] = item
-  end
-
-  begin_writes(w)
-  local written = {}
-  for i, item in ipairs(items) do
-    written[i] = import_wanted(w, item.vector_key, item.key, item) and item.revision or 0
-    if written[i] > 0 then
-      item.old_dim = tonumber(redis.call('HGET', item.vector_key, '_dim'))
-      plan_event(w, item.key, 'set', item.revision, nil)
-    end
-  end
-  start_writing(w)
-  local moves = {}
-  for i, item in ipairs(items) do
-    if written[i] > 0 then
-      import_entry(w, item.vector_key, item.key, item, item.fields)
-      recount_dim(moves, item.old_dim, item.dim)
-    end
-  end
-  finish_entries(w)
-  count_dims(dims_key, moves)
-  return written
-end
-
-register('redismem_import_vectors', import_vectors)
+register('redismem_import_vectors', function(keys, args)
+  return import_entries(keys, args, 'vector')
+end)

@@ -15,9 +15,9 @@ PATCHES: dict[str, tuple[str, str]] = {
     # compare-and-set that does not compare
     "cas": ("if expected ~= nil and expected ~= current then",
             "if false and expected ~= current then"),
-    # set_values applies its writes but appends no change event
+    # set_values (and set_vectors) apply their writes but append no change event
     "feed": ("  begin_writes(w)\n  for _, item in ipairs(items) do\n"
-             "    plan_event(w, item.key, 'set', item.revision, item.json)\n",
+             "    plan_event(w, item.key, 'set', item.revision, item.event)\n",
              "  begin_writes(w)\n  for _, item in ipairs(items) do\n"),
     # request ids ignored: a call sent again after a lost reply applies again
     "retry": ("local function kept_reply(w, name)\n  if not w.request then",

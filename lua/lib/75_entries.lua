@@ -1,0 +1,182 @@
+--[[ entries: the write sequences the value and vector functions share.
+  set_entries (set_values, set_vectors), import_entries (import_values,
+  import_vectors) and delete_entry (delete_value, delete_vector) do the
+  same steps for both kinds; what differs is in ENTRY_KINDS: the item's
+  own arguments (a value: its JSON; a vector: its embedding and metadata),
+  the extra key a vector write passes (the scope's dimensions hash, after
+  the fixed keys) and the dimension counts it keeps.                    ]]
+
+local ENTRY_KINDS = {
+  value = {
+    schema = function(c, key) return SCHEMA.value(c, key) end,
+    what = 'value',
+    width = 1,      -- the item's own arguments, between its key and the rest
+    extra_keys = 0,
+    begin = function() return {} end,
+    read = function(_, w, args, at)
+      local json = check_json(args[at], w.settings.max_value_bytes)
+      return {fields = {'v', json}, event = json}
+    end,
+    current = function(_, item)
+      return tonumber(redis.call('HGET', item.entry_key, 'rev')) or 0
+    end,
+    stored = function() end,
+    finish = function() end,
+  },
+  vector = {
+    schema = function(c, key) return SCHEMA.vector(c, key) end,
+    what = 'embedding, metadata',
+    width = 2,
+    extra_keys = 1,
+    begin = function(w, keys, slot, count, c)
+      check_vector_count(count, w.settings)
+      return {dims_key = expect_key(keys, slot, SCHEMA.dims(c)),
+              scope_tag = to_hex(c.scope .. ':' .. c.sid), tokens_of = {}, moves = {}}
+    end,
+    read = function(ctx, _, args, at)
+      local fields, dim = vector_fields(args[at], args[at + 1], ctx.scope_tag, ctx.tokens_of)
+      return {fields = fields, dim = dim}
+    end,
+    current = function(_, item)
+      local stored = redis.call('HMGET', item.entry_key, 'rev', '_dim')
+      item.old_dim = tonumber(stored[2])
+      return tonumber(stored[1]) or 0
+    end,
+    stored = function(ctx, item) recount_dim(ctx.moves, item.old_dim, item.dim) end,
+    finish = function(ctx) count_dims(ctx.dims_key, ctx.moves) end,
+  },
+}
+
+-- set_values / set_vectors: ARGV = namespace, scope, scope id, ttl,
+-- principal, request id, then per item: key, its own arguments, expected
+-- revision. KEYS = the scope writer's six, the kind's extra, the entries.
+local function set_entries(keys, args, kind, fname)
+  local spec = ENTRY_KINDS[kind]
+  local width = spec.width + 2
+  count_args(args, 6 + width, 'namespace, scope, scope id, ttl, principal, request id, then key, '
+             .. spec.what .. ', expected revision')
+  local c = scope_args(args, 1)
+  local ttl = parse_ttl(args[4])
+  local principal = check_id('principal', args[5])
+  local request = check_request_id(args[6])
+  local count = item_count(args, 6, width, 'key, ' .. spec.what .. ', expected revision')
+  local fixed = 6 + spec.extra_keys
+  expect_keys(keys, fixed + count)
+  local w = scope_writer(keys, 1, c, kind, principal, request)
+  w.ttl = ttl
+  check_request(keys, args, w.settings.max_call_bytes)
+  local kept = kept_reply(w, fname)
+  if kept then
+    return text_ints(kept)
+  end
+  local ctx = spec.begin(w, keys, 7, count, c)
+
+  prefetch_issued(w, args, 7, width, count)
+  local items, seen = {}, {}
+  for i = 1, count do
+    local base = 7 + width * (i - 1)
+    local key = batch_key(seen, args[base])
+    local entry_key = expect_key(keys, fixed + i, spec.schema(c, key))
+    local item = spec.read(ctx, w, args, base + 1)
+    local expected = parse_expected(args[base + width - 1])
+    item.key, item.entry_key = key, entry_key
+    item.current = spec.current(ctx, item)
+    check_expected(key, expected, item.current)
+    item.revision = plan_revision(w, key, item.current)
+    items[i] = item
+  end
+
+  begin_writes(w)
+  for _, item in ipairs(items) do
+    plan_event(w, item.key, 'set', item.revision, item.event)
+  end
+  start_writing(w)
+  local revisions = {}
+  for i, item in ipairs(items) do
+    spec.stored(ctx, item)
+    store_entry(w, item.entry_key, item.key, item.current > 0, item.revision, item.fields)
+    revisions[i] = item.revision
+  end
+  finish_entries(w)
+  spec.finish(ctx)
+  keep_reply(w, fname, ints_text(revisions))
+  return revisions
+end
+
+-- import_values / import_vectors: ARGV = namespace, scope, scope id,
+-- principal, then per item: key, its own arguments, revision, ts, writer,
+-- expiry. KEYS = the scope writer's six, the config hash, the kind's
+-- extra, the entries.
+local function import_entries(keys, args, kind)
+  local spec = ENTRY_KINDS[kind]
+  local width = spec.width + 5
+  local what = 'key, ' .. spec.what .. ', revision, ts, writer, expiry'
+  count_args(args, 4 + width, 'namespace, scope, scope id, principal, then ' .. what)
+  local c = scope_args(args, 1)
+  local principal = check_id('principal', args[4])
+  local count = item_count(args, 4, width, what)
+  local fixed = 7 + spec.extra_keys
+  expect_keys(keys, fixed + count)
+  local w = scope_writer(keys, 1, c, kind, principal)
+  expect_key(keys, 7, SCHEMA.config(c))
+  check_request(keys, args, w.settings.max_call_bytes)
+  local ctx = spec.begin(w, keys, 8, count, c)
+
+  local items, seen = {}, {}
+  for i = 1, count do
+    local base = 5 + width * (i - 1)
+    local key = batch_key(seen, args[base])
+    local item = imported_args(args, base + 1 + spec.width)
+    item.key = key
+    item.entry_key = expect_key(keys, fixed + i, spec.schema(c, key))
+    local own = spec.read(ctx, w, args, base + 1)
+    item.fields, item.event, item.dim = own.fields, own.event, own.dim
+    items[i] = item
+  end
+
+  begin_writes(w)
+  local written = {}
+  for i, item in ipairs(items) do
+    written[i] = import_wanted(w, item.entry_key, item.key, item) and item.revision or 0
+    if written[i] > 0 then
+      spec.current(ctx, item)
+      plan_event(w, item.key, 'set', item.revision, item.event)
+    end
+  end
+  start_writing(w)
+  for i, item in ipairs(items) do
+    if written[i] > 0 then
+      import_entry(w, item.entry_key, item.key, item, item.fields)
+      spec.stored(ctx, item)
+    end
+  end
+  finish_entries(w)
+  spec.finish(ctx)
+  return written
+end
+
+-- delete_value / delete_vector: ARGV = namespace, scope, scope id, key,
+-- expected revision, principal, request id. KEYS = the entry, the scope
+-- writer's six, the kind's extra.
+local function delete_entry(keys, args, kind, fname)
+  local spec = ENTRY_KINDS[kind]
+  count_args(args, 7, 'namespace, scope, scope id, key, expected revision, principal, request id', 7)
+  local c = scope_args(args, 1)
+  local key = check_key(args[4])
+  local expected = parse_expected(args[5])
+  local principal = check_id('principal', args[6])
+  local request = check_request_id(args[7])
+  expect_keys(keys, 7 + spec.extra_keys)
+  local entry_key = expect_key(keys, 1, spec.schema(c, key))
+  local w = scope_writer(keys, 2, c, kind, principal, request)
+  if kind == 'value' then
+    return remove_entry(w, fname, entry_key, key, expected)
+  end
+  local dims_key = expect_key(keys, 8, SCHEMA.dims(c))
+  local dim = tonumber(redis.call('HGET', entry_key, '_dim'))
+  return remove_entry(w, fname, entry_key, key, expected, function()
+    if dim then
+      count_dims(dims_key, {[dim] = -1})
+    end
+  end)
+end
