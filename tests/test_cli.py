@@ -8,11 +8,13 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from click.testing import CliRunner
 
 import redismem
+from redismem import library
 from redismem.cli import main
 
 
@@ -106,6 +108,19 @@ def test_load_functions(redis_url: str) -> None:
 def test_version() -> None:
     out = CliRunner().invoke(main, ["version"])
     assert out.exit_code == 0 and "Lua library version" in out.output
+    flag = CliRunner().invoke(main, ["--version"])
+    assert flag.exit_code == 0 and flag.output == out.output  # one printer
+
+
+def test_python_dash_m_runs_the_command_line() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "REDISMEM_URL"}
+    done = subprocess.run([sys.executable, "-m", "redismem", "version", "--json"],
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["library_version"] == library.bundled().version
+    usage = subprocess.run([sys.executable, "-m", "redismem", "--help"], capture_output=True,
+                           text=True, env=env, timeout=120, check=False)
+    assert usage.stdout.startswith("Usage: redismem ")
 
 
 def test_changes_and_trim(redis_url: str, ns: str) -> None:

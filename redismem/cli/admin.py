@@ -1,0 +1,466 @@
+"""Commands for operators: the embedded server (up, down), status, users,
+audit, repair-feed, index, load-functions, trim and version."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, cast
+
+import click
+import redis
+
+from .. import keys as K
+from .. import server, stats, users
+from .._validate import check_id
+from ..acl import NAMESPACE_ROLES, ROLES, Role
+from ..client import MEMORY_URL, detect_capabilities, eviction_policy, open_client, resolve_url
+from ..errors import RedisMemError
+from ..functions import Functions
+from ..library import ServerLibrary, bundled, lowest_library, server_library
+from ..memory import Memory, connect
+from ..store import RedisMemoryStore
+from ..topology import cluster_nodes, is_cluster, node_client
+from .base import (
+    emit,
+    json_option,
+    main,
+    namespace_option,
+    print_version,
+    run_sync,
+    url_option,
+    with_memory,
+)
+
+
+@main.command()
+@click.option("--data-dir", default=None, help="Data directory (default ./.redismem).")
+@click.option("--appendfsync", type=click.Choice(["everysec", "always"]), default=None,
+              help="AOF fsync policy (default everysec).")
+@json_option
+def up(data_dir: str | None, appendfsync: Any, as_json: bool) -> None:
+    """Start the embedded server (or report the one running)."""
+    try:
+        state = server.EmbeddedServer(data_dir, appendfsync=appendfsync).start()
+    except (RedisMemError, OSError) as exc:
+        raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
+    emit({"url": state.url, "pid": state.pid, "appendfsync": state.appendfsync}, as_json,
+          lambda d: f"redismem server at {d['url']} (pid {d['pid']}, "
+                    f"appendfsync {d['appendfsync']})")
+
+
+@main.command()
+@click.option("--data-dir", default=None, help="Data directory (default ./.redismem).")
+@json_option
+def down(data_dir: str | None, as_json: bool) -> None:
+    """Stop the embedded server cleanly."""
+    try:
+        stopped = server.EmbeddedServer(data_dir).stop()
+    except (RedisMemError, OSError) as exc:
+        raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
+    emit({"stopped": stopped}, as_json,
+          lambda d: "server stopped" if d["stopped"] else "no server was running")
+
+
+async def _acl_users(client: Any) -> list[str] | None:
+    """The server's ACL users, or None when this user may not list them."""
+    try:
+        return await users.acl_users(client)
+    except redis.ResponseError:
+        return None
+
+
+def _access_control(data: dict[str, Any]) -> str:
+    users = data["acl_users"]
+    if users is None:
+        return ("off (memory://)" if data["backend"] == "memory"
+                else "unknown (ACL USERS is not permitted to this user)")
+    if users == ["default"]:
+        return "off (only the default user)"
+    return f"on ({len(users)} ACL users: {', '.join(users)})"
+
+
+def _library_trust(data: dict[str, Any]) -> str:
+    if data["library_version"] != data["bundled_library_version"]:
+        return ""
+    if data["library_digest"] == data["bundled_library_digest"]:
+        return " (its code matches)"
+    return (f" (ALTERED: its code has sha256 {data['library_digest']}, not "
+            f"{data['bundled_library_digest']}; restore it with load-functions --force)")
+
+
+def _status_text(data: dict[str, Any]) -> str:
+    modules = [name for name, on in data["modules"].items() if on]
+    lines = [f"server: {data['url']} ({data['backend']} {data['server_version']}; modules: "
+             f"{', '.join(modules) or 'none'})",
+             f"library: version {data['library_version']} loaded, this package ships "
+             f"{data['bundled_library_version']}" + _library_trust(data),
+             f"vector search: {data['vector_search']}"]
+    lines.append(f"access control: {_access_control(data)}")
+    if data["maxmemory_policy"] not in (None, "noeviction"):
+        lines.append(f"warning: maxmemory-policy is {data['maxmemory_policy']}: the server may "
+                     "evict memory (redismem needs noeviction)")
+    if "cluster" in data:
+        nodes = data["cluster"]["nodes"]
+        primaries = sum(n["role"] == "primary" for n in nodes)
+        lines.append(f"cluster: {primaries} primaries, {len(nodes) - primaries} replicas")
+        for n in nodes:
+            where = (f"slots {' '.join(n['slots']) or 'none'}" if n["role"] == "primary"
+                     else f"of {n.get('replica_of')}")
+            library = ""
+            if "library_version" in n:
+                library = (", no library" if n["library_version"] is None else
+                           f", library {n['library_version']}"
+                           + ("" if n["library_digest"] == data["bundled_library_digest"]
+                              else " ALTERED"))
+            lines.append(f"  {n['node']} {n['role']}{'' if n['healthy'] else ' (failing)'}, "
+                         f"{where}{library}")
+    if not data["namespaces"]:
+        lines.append("no namespaces")
+    for n in data["namespaces"]:
+        if "error" in n:
+            lines.append(f"namespace {n['namespace']}: cannot be read: {n['error']}")
+            continue
+        feed = n["feed"]
+        span = (f"sequences {feed['oldest_sequence']}..{feed['last_sequence']}"
+                if feed["oldest_sequence"] else f"last sequence {feed['last_sequence']}")
+        used = "unknown" if n["memory_bytes"] is None else f"{n['memory_bytes']:,} bytes"
+        lines += [f"namespace {n['namespace']}" + (f" (on {n['node']})" if "node" in n else "")
+                  + ":",
+                  f"  {n['value_keys']} values in {n['value_scopes']} scopes, "
+                  f"{n['vector_keys']} vectors in {n['vector_scopes']} scopes, "
+                  f"{n['sessions']} sessions",
+                  f"  {n['threads']} threads ({n['thread_events']} events), "
+                  f"{n['long_term_memories']} long-term memories",
+                  f"  feed: {feed['length']} events, {span}",
+                  f"  memory: {n['keys']} keys, {used}"]
+        lines += [f"  index {name}: {i['docs']} docs, {i['vector_mb']} MB vectors, "
+                  f"{i['index_mb']} MB other" for name, i in n["indexes"].items()]
+        if "users" in n:
+            lines.append(f"  reached by: {', '.join(n['users']) or 'no user'}")
+    return "\n".join(lines)
+
+
+@main.command()
+@url_option
+@click.option("--namespace", "-n", default=None,
+              help="Only this namespace (default: every namespace on the server).")
+@json_option
+def status(url: str | None, namespace: str | None, as_json: bool) -> None:
+    """Server, modules, library version, capabilities and, per namespace,
+    keys, threads, feed, indexes and memory used. Only reads (loads nothing)."""
+
+    async def run() -> dict[str, Any]:
+        resolved = await resolve_url(url)
+        client = await open_client(resolved)
+        try:
+            nodes, libraries = (await _cluster_status(client) if is_cluster(client)
+                                else (None, []))
+            library = (await server_library(client) if nodes is None
+                       else lowest_library(libraries))
+            loaded = None if library is None else library.version
+            caps = await detect_capabilities(
+                client, "memory" if resolved.startswith(MEMORY_URL) else "redis", loaded or 0)
+            names = ([check_id("namespace", namespace)] if namespace
+                     else await stats.namespaces(client))
+            found: list[dict[str, Any]] = []
+            for ns in names:
+                try:
+                    figures = await stats.namespace_stats(client, ns)
+                    figures["settings"] = (await Functions(client).get_config(ns)
+                                           if loaded else None)
+                    if nodes is not None:
+                        owner = cast(Any, client).get_node_from_key(K.feed(ns))
+                        figures["node"] = f"{owner.host}:{owner.port}"
+                except (redis.ResponseError, ValueError) as exc:
+                    # keys redismem did not write (e.g. a counter set by hand)
+                    figures = {"namespace": ns, "error": f"{type(exc).__name__}: {exc}"}
+                found.append(figures)
+            policy = await eviction_policy(client) if caps.backend == "redis" else None
+            acl_users = await _acl_users(client) if caps.backend == "redis" else None
+            if acl_users is not None:
+                listed = await users.list_users(client)
+                for figures in found:
+                    figures["users"] = users.reaching(listed, figures["namespace"])
+            return {"url": resolved, "backend": caps.backend,
+                    "server_version": caps.server_version, "maxmemory_policy": policy,
+                    "acl_users": acl_users,
+                    "modules": {"search": caps.search, "json": caps.json},
+                    "library_version": loaded, "bundled_library_version": bundled().version,
+                    "library_digest": None if library is None else library.digest,
+                    "bundled_library_digest": bundled().digest,
+                    "vector_search": caps.vector_search, "namespaces": found,
+                    **({} if nodes is None else {"cluster": {"nodes": nodes}})}
+        finally:
+            await client.aclose()
+
+    emit(run_sync(run()), as_json, _status_text)
+
+
+async def _cluster_status(client: Any
+                          ) -> tuple[list[dict[str, Any]], list[ServerLibrary | None]]:
+    """Each node of a cluster: its role, slots, and (primaries) library; and
+    the library of each healthy primary."""
+    infos = await cluster_nodes(client)
+    by_id = {info.id: info.address for info in infos}
+    rows: list[dict[str, Any]] = []
+    libraries: list[ServerLibrary | None] = []
+    for info in infos:
+        row: dict[str, Any] = {"node": info.address,
+                               "role": "primary" if info.primary else "replica",
+                               "healthy": info.healthy, "slots": list(info.slots)}
+        if info.replica_of:
+            row["replica_of"] = by_id.get(info.replica_of, info.replica_of)
+        if info.primary and info.healthy:
+            async with node_client(client, info.host, info.port) as plain:
+                library = await server_library(plain)
+            row["library_version"] = None if library is None else library.version
+            row["library_digest"] = None if library is None else library.digest
+            libraries.append(library)
+        rows.append(row)
+    return rows, libraries
+
+
+def _admin_client(url: str | None) -> Any:
+    """An async context for a raw client of the server (for operator commands)."""
+
+    @contextlib.asynccontextmanager
+    async def opened() -> Any:
+        client = await open_client(await resolve_url(url))
+        try:
+            yield client
+        finally:
+            await client.aclose()
+
+    return opened()
+
+
+@main.group("users")
+def users_group() -> None:
+    """Credentials: ACL users with a role in one namespace (reader, writer,
+    admin, worker) or server-wide (operator). Needs an operator (or the
+    default user)."""
+
+
+def _password_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--password-file", type=click.Path(dir_okay=False, exists=True),
+                        default=None,
+                        help="Read the password from this file's first line (default: "
+                             "generate one and print it once).")(fn)
+
+
+def _read_password(path: str | None) -> str | None:
+    return None if path is None else users.read_password(Path(path).read_text())
+
+
+def _credential_text(data: dict[str, Any]) -> str:
+    where = f" in namespace {data['namespace']}" if data["namespace"] else " (server-wide)"
+    lines = [f"user {data['user']}: {data['role']}{where}"]
+    if data["sessions"] or data["workflows"]:
+        lines.append("  grants: " + ", ".join([*(f"session:{s}" for s in data["sessions"]),
+                                                *(f"workflow:{w}" for w in data["workflows"])]))
+    if "password" in data:
+        lines.append(f"  password (shown once): {data['password']}")
+    return "\n".join(lines)
+
+
+@users_group.command("add")
+@url_option
+@click.argument("name")
+@click.option("--role", type=click.Choice(ROLES), required=True, help="The role.")
+@click.option("--namespace", "-n", default=None,
+              help=f"The namespace (every role but operator: {', '.join(NAMESPACE_ROLES)}).")
+@click.option("--session", "sessions", multiple=True,
+              help="A session id the worker may read and write (repeatable).")
+@click.option("--workflow", "workflows", multiple=True,
+              help="A workflow root id the worker may read and write (repeatable).")
+@_password_option
+@json_option
+def users_add(url: str | None, name: str, role: str, namespace: str | None,
+              sessions: tuple[str, ...], workflows: tuple[str, ...],
+              password_file: str | None, as_json: bool) -> None:
+    """Create ACL user NAME with a role; --json prints its exact ACL rules."""
+    try:
+        spec = Role(role, namespace, tuple(sessions), tuple(workflows))
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+
+    async def run() -> dict[str, Any]:
+        async with _admin_client(url) as client:
+            made = await users.add_user(client, name, spec,
+                                        password=_read_password(password_file))
+            return made.public()
+
+    emit(run_sync(run()), as_json, _credential_text)
+
+
+@users_group.command("list")
+@url_option
+@json_option
+def users_list(url: str | None, as_json: bool) -> None:
+    """Every ACL user with its role and rules."""
+
+    async def run() -> list[dict[str, Any]]:
+        async with _admin_client(url) as client:
+            return await users.list_users(client)
+
+    def text(found: list[dict[str, Any]]) -> str:
+        return "\n".join(
+            f"{u['user']}: {u['role'] or 'not made by redismem'}"
+            + (f" in {u['namespace']}" if u["namespace"] else "")
+            + f"  [{' '.join(u['rules'])}]" for u in found)
+
+    emit(run_sync(run()), as_json, text)
+
+
+@users_group.command("remove")
+@url_option
+@click.argument("name")
+@json_option
+def users_remove(url: str | None, name: str, as_json: bool) -> None:
+    """Delete ACL user NAME (the server closes its connections)."""
+
+    async def run() -> dict[str, Any]:
+        async with _admin_client(url) as client:
+            return {"user": name, "removed": await users.remove_user(client, name)}
+
+    emit(run_sync(run()), as_json,
+          lambda d: f"removed {d['user']}" if d["removed"] else f"no user {d['user']}")
+
+
+@users_group.command("rotate-password")
+@url_option
+@click.argument("name")
+@_password_option
+@json_option
+def users_rotate(url: str | None, name: str, password_file: str | None, as_json: bool) -> None:
+    """Give NAME a new password; the old one stops working at once."""
+
+    async def run() -> dict[str, Any]:
+        async with _admin_client(url) as client:
+            new = await users.rotate_password(client, name,
+                                              password=_read_password(password_file))
+            return {"user": name, **({"password": new} if new else {})}
+
+    emit(run_sync(run()), as_json,
+          lambda d: f"new password for {d['user']}"
+          + (f" (shown once): {d['password']}" if "password" in d else " set"))
+
+
+@main.command("audit")
+@url_option
+@namespace_option
+@json_option
+def audit_cmd(url: str | None, namespace: str, as_json: bool) -> None:
+    """List the entries of a namespace that the library did not write (raw
+    commands): values that are not strict JSON, malformed vectors, forged
+    feed entries, bad thread events. Exit code 1 when there are any."""
+    from ..audit import audit
+
+    async def run() -> list[dict[str, str]]:
+        async with await connect(url, namespace=namespace) as mem:
+            return [{"key": f.key, "problem": f.problem} async for f in audit(mem)]
+
+    found = run_sync(run())
+    emit(found, as_json, lambda d: "\n".join(f"{f['key']}: {f['problem']}" for f in d)
+          or f"namespace {namespace}: every entry was written by redismem")
+    if found:
+        sys.exit(1)
+
+
+@main.command("repair-feed")
+@url_option
+@namespace_option
+@json_option
+def repair_feed_cmd(url: str | None, namespace: str, as_json: bool) -> None:
+    """Restore a change feed that raw writes jammed (a sequence counter or a
+    stream id past any real one, entries not written by the library): drop
+    those entries and set the counter, the stream's last id and the size
+    estimate from what remains. Needs an admin's credential."""
+    from ..repair import repair_feed
+
+    async def run() -> dict[str, Any]:
+        async with await connect(url, namespace=namespace) as mem:
+            done = await repair_feed(mem.client, mem.namespace)
+            return dataclasses.asdict(done) | {"removed": list(done.removed)}
+
+    emit(run_sync(run()), as_json,
+          lambda d: f"feed of {namespace}: {len(d['removed'])} entries dropped, sequence "
+          f"{d['sequence']} (was {d['previous_counter']}), size estimate {d['feed_bytes']} bytes")
+
+
+@main.command("index")
+@url_option
+@namespace_option
+@click.option("--dim", "dims", type=int, multiple=True,
+              help="Create the vector index of this dimension (repeatable).")
+@json_option
+def index_cmd(url: str | None, namespace: str, dims: tuple[int, ...], as_json: bool) -> None:
+    """Create a namespace's search indexes: the long-term memory text index
+    and the vector index of each --dim. Needs FT.CREATE, which only an
+    operator holds (an index can cover any namespace's keys)."""
+    from .. import vectors as V
+
+    async def run() -> dict[str, Any]:
+        async with RedisMemoryStore(url, namespace=namespace) as store:
+            await store.setup()
+            mem = store.memory
+            if not mem.capabilities.search:
+                raise click.ClickException("the server has no search module: no indexes")
+            await store._ensure_text_index()
+            await V.ensure_scope_indexes(mem._conn, dims)
+            return {"namespace": namespace, "text_index": K.memory_text_index(namespace),
+                    "vector_indexes": [K.vector_index(namespace, d) for d in sorted(set(dims))]}
+
+    emit(run_sync(run()), as_json,
+          lambda d: "indexes ready: " + ", ".join([d["text_index"], *d["vector_indexes"]]))
+
+
+@main.command("load-functions")
+@url_option
+@click.option("--force", is_flag=True, help="Replace even a newer library.")
+@json_option
+def load_functions(url: str | None, force: bool, as_json: bool) -> None:
+    """Load the Lua library into a Redis server (on a cluster: into every
+    primary), reporting the version replaced."""
+    from ..library import ensure_library_on_nodes
+
+    async def run() -> dict[str, Any]:
+        client = await open_client(await resolve_url(url))
+        try:
+            results = await ensure_library_on_nodes(client, force=force)
+        finally:
+            await client.aclose()
+        rows = {node: {"action": r.action, "previous": r.previous, "version": r.version}
+                for node, r in results.items()}
+        return rows[""] if list(rows) == [""] else {"nodes": rows}
+
+    def line(d: dict[str, Any]) -> str:
+        return f"{d['action']}: library version {d['version']} (was {d['previous']})"
+
+    emit(run_sync(run()), as_json, lambda d: "\n".join(
+        f"{node}: {line(row)}" for node, row in d["nodes"].items()) if "nodes" in d else line(d))
+
+
+@main.command()
+@url_option
+@namespace_option
+@json_option
+@with_memory
+async def trim(mem: Memory, as_json: bool) -> None:
+    """Drop change events older than the namespace's retention now."""
+    dropped = await mem.trim_feed()
+    emit({"namespace": mem.namespace, "trimmed": dropped}, as_json,
+          lambda d: f"trimmed {d['trimmed']} events from {d['namespace']}")
+
+
+@main.command()
+@click.option("--url", envvar="REDISMEM_URL", default=None,
+              help="Also report this server's library version (default: $REDISMEM_URL).")
+@json_option
+def version(url: str | None, as_json: bool) -> None:
+    """The package and bundled Lua library versions (and a server's, with --url)."""
+    print_version(url, as_json)

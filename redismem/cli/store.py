@@ -1,0 +1,124 @@
+"""``redismem threads`` and ``redismem ltm``: conversation threads and long-
+term memories."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import click
+
+from .. import keys as K
+from ..store import RedisMemoryStore
+from ..types import RetentionPolicy
+from .base import (
+    emit,
+    json_option,
+    main,
+    namespace_option,
+    url_option,
+    with_store,
+)
+
+
+@main.group()
+def threads() -> None:
+    """Inspect and compact conversation threads (MemoryStore events)."""
+
+
+@threads.command("list")
+@url_option
+@namespace_option
+@json_option
+@with_store
+async def threads_list(store: RedisMemoryStore, as_json: bool) -> None:
+    """Threads, latest event first, with their event counts."""
+    rows = []
+    for thread, last in await store.list_threads():
+        count = await store.memory.client.xlen(K.thread_events(store.namespace, thread))
+        rows.append({"thread_id": thread, "events": count, "last_event_ms": last})
+    emit(rows, as_json, lambda rs: "\n".join(
+        f"{r['thread_id']}  {r['events']} events  last event at {r['last_event_ms']}"
+        for r in rs))
+
+
+@threads.command("show")
+@url_option
+@namespace_option
+@click.option("--limit", type=int, default=50, show_default=True, help="Most recent N events.")
+@json_option
+@click.argument("thread_id")
+@with_store
+async def threads_show(store: RedisMemoryStore, thread_id: str, limit: int,
+                       as_json: bool) -> None:
+    """The most recent events of THREAD_ID, oldest first."""
+    events = [dataclasses.asdict(e) for e in await store.get_recent_events(thread_id, limit)]
+    emit(events, as_json, lambda es: "\n".join(
+        f"{e['timestamp']} {e['type']} {e['id']} {json.dumps(e['payload'])}" for e in es))
+
+
+@threads.command("compact")
+@url_option
+@namespace_option
+@click.option("--max-events", type=int, default=500, show_default=True)
+@click.option("--keep-type", "keep_types", multiple=True, help="Event type always kept first.")
+@click.option("--scan-limit", type=int, default=20_000, show_default=True)
+@json_option
+@click.argument("thread_id")
+@with_store
+async def threads_compact(store: RedisMemoryStore, thread_id: str, max_events: int,
+                          keep_types: tuple[str, ...], scan_limit: int, as_json: bool) -> None:
+    """Apply a retention policy to THREAD_ID."""
+    result = await store.compact_thread(
+        thread_id, RetentionPolicy(max_events, list(keep_types), scan_limit))
+    emit(dataclasses.asdict(result), as_json,
+          lambda d: f"removed {d['events_removed']} events, kept {d['events_kept']}")
+
+
+@main.group()
+def ltm() -> None:
+    """Inspect and search long-term memories."""
+
+
+user_option = click.option("--user", "user_id", default=None,
+                           help="User id (default: the shared memories).")
+
+
+def _memory_line(memory: dict[str, Any], score: float | None = None) -> str:
+    prefix = "" if score is None else f"{score:.4f} "
+    return f"{prefix}{memory['id']} [{memory['scope']}] {memory['text']}"
+
+
+@ltm.command("list")
+@url_option
+@namespace_option
+@user_option
+@click.option("--scope", "memory_scope", default=None, help="Only this memory scope.")
+@click.option("--limit", type=int, default=100, show_default=True)
+@json_option
+@with_store
+async def ltm_list(store: RedisMemoryStore, user_id: str | None, memory_scope: str | None,
+                   limit: int, as_json: bool) -> None:
+    """A user's memories, newest first."""
+    found = await store.list_long_term_memories(user_id, scope=memory_scope, limit=limit)
+    emit([dataclasses.asdict(m) for m in found], as_json,
+          lambda ms: "\n".join(_memory_line(m) for m in ms))
+
+
+@ltm.command("search")
+@url_option
+@namespace_option
+@user_option
+@click.option("--scope", "memory_scope", default=None, help="Only this memory scope.")
+@click.option("--limit", type=int, default=10, show_default=True)
+@json_option
+@click.argument("query")
+@with_store
+async def ltm_search(store: RedisMemoryStore, user_id: str | None, memory_scope: str | None,
+                     limit: int, query: str, as_json: bool) -> None:
+    """Text search (BM25) over a user's memories."""
+    found = await store.search_long_term_memory_text(user_id, query, scope=memory_scope,
+                                                     limit=limit)
+    emit([dataclasses.asdict(m) for m in found], as_json,
+          lambda ms: "\n".join(_memory_line(m) for m in ms))

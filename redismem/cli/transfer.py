@@ -1,0 +1,113 @@
+"""export and import: a namespace to and from a JSON Lines file."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import click
+
+from .. import transfer
+from ..memory import connect
+from ..store import RedisMemoryStore
+from .base import (
+    emit,
+    json_option,
+    main,
+    namespace_option,
+    run_sync,
+    url_option,
+)
+
+
+@contextlib.contextmanager
+def _progress(label: str, total: int, quiet: bool) -> Iterator[Callable[[int], None] | None]:
+    """A progress bar on stderr when it is a terminal and output is not for scripts."""
+    if quiet or not sys.stderr.isatty():
+        yield None
+        return
+    with click.progressbar(length=total, label=label, file=sys.stderr) as bar:
+        yield bar.update
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {kind}" for kind, n in counts.items() if n) or "nothing"
+
+
+@main.command("export")
+@url_option
+@namespace_option
+@click.option("--output", "-o", default="-", show_default=True,
+              type=click.Path(dir_okay=False, allow_dash=True),
+              help="File to write (- = standard output).")
+@json_option
+def export_cmd(url: str | None, namespace: str, output: str, as_json: bool) -> None:
+    """Write a namespace as JSON Lines: settings, sessions, values, vectors,
+    thread events and long-term memories, with revisions and expiry."""
+    to_stdout = output == "-"
+    target = None if to_stdout else Path(output)
+    partial = None if target is None else target.with_name(f".{target.name}.partial")
+
+    async def run() -> transfer.ExportSummary:
+        async with await connect(url, namespace=namespace) as mem:
+            plan = await transfer.survey(mem)
+            with contextlib.ExitStack() as stack:
+                stream = (sys.stdout if partial is None
+                          else stack.enter_context(partial.open("w", encoding="utf-8")))
+                advance = stack.enter_context(
+                    _progress(f"exporting {namespace}", plan.total, as_json))
+                summary = await transfer.export_namespace(mem, stream.write, advance, plan)
+            if partial is not None and target is not None:
+                partial.replace(target)  # a complete file or none at all
+            return summary
+
+    try:
+        summary = run_sync(run())
+    finally:
+        if partial is not None:
+            partial.unlink(missing_ok=True)
+    data = {"namespace": summary.namespace, "output": output, "records": summary.records}
+    line = (json.dumps(data, sort_keys=True) if as_json
+            else f"exported {summary.namespace}: {_counts(summary.records)}")
+    click.echo(line, err=to_stdout)
+
+
+@main.command("import")
+@url_option
+@click.option("--namespace", "-n", default=None,
+              help="Namespace to import into (default: the one the file was exported from).")
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@json_option
+def import_cmd(url: str | None, namespace: str | None, file: str, as_json: bool) -> None:
+    """Restore an export FILE (- = standard input). Idempotent: what the target
+    holds at the same or a later revision is kept; nothing is deleted."""
+    with contextlib.ExitStack() as stack:
+        if file == "-":
+            spool = stack.enter_context(tempfile.TemporaryDirectory())
+            path = Path(spool) / "import.jsonl"
+            with path.open("w", encoding="utf-8") as out:
+                shutil.copyfileobj(sys.stdin, out)
+        else:
+            path = Path(file)
+        try:
+            header = transfer.read_header(path)
+        except (OSError, ValueError) as exc:
+            raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
+        target = namespace or header
+
+        async def run() -> transfer.ImportSummary:
+            async with RedisMemoryStore(url, namespace=target) as store:
+                total = await transfer.check_file(store, path)
+                with _progress(f"importing into {target}", total, as_json) as advance:
+                    return await transfer.import_file(store, path, advance)
+
+        summary = run_sync(run())
+    data = {"namespace": summary.namespace, "records": summary.records,
+            "written": summary.written, "kept": summary.kept}
+    emit(data, as_json, lambda d: f"imported {d['records']} records into {d['namespace']}: "
+                                   f"wrote {_counts(d['written'])}; kept {_counts(d['kept'])}")

@@ -1,0 +1,102 @@
+"""``redismem vectors``: set, list, get, search and delete vectors."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import click
+
+from ..memory import Memory
+from .base import (
+    emit,
+    json_arg,
+    main,
+    scope_of,
+    scoped_options,
+    with_memory,
+)
+
+
+@main.group()
+def vectors() -> None:
+    """Inspect and search vector memory."""
+
+
+@vectors.command("set")
+@scoped_options
+@click.option("--metadata", "metadata_json", default=None,
+              help='A JSON object: \'{"colour": "blue"}\'.')
+@click.option("--ttl", type=float, default=None, help="Expire after this many seconds.")
+@click.option("--expected-revision", type=int, default=None, help="Write only at this revision.")
+@click.argument("key")
+@click.argument("embedding")
+@with_memory
+async def vectors_set(mem: Memory, scope_spec: str, key: str, embedding: str,
+                      metadata_json: str | None, ttl: float | None,
+                      expected_revision: int | None, as_json: bool) -> None:
+    """Store the vector KEY; EMBEDDING is a JSON array of numbers."""
+    revision = await scope_of(mem, scope_spec).set_vector(
+        key, json_arg(embedding, "EMBEDDING"),
+        json_arg(metadata_json, "--metadata") if metadata_json else None,
+        expected_revision=expected_revision, ttl_seconds=ttl)
+    emit({"key": key, "revision": revision}, as_json, lambda d: f"revision {d['revision']}")
+
+
+@vectors.command("list")
+@scoped_options
+@click.option("--prefix", default=None, help="Only keys starting with this.")
+@click.option("--max-keys", type=int, default=100_000, show_default=True)
+@with_memory
+async def vectors_list(mem: Memory, scope_spec: str, prefix: str | None, max_keys: int,
+                       as_json: bool) -> None:
+    """List vector keys of a scope, ascending."""
+    names = await scope_of(mem, scope_spec).list_keys(prefix, kind="vector", max_keys=max_keys)
+    emit(names, as_json, "\n".join)
+
+
+@vectors.command("get")
+@scoped_options
+@click.argument("key")
+@with_memory
+async def vectors_get(mem: Memory, scope_spec: str, key: str, as_json: bool) -> None:
+    """Show the vector KEY: revision, metadata, embedding."""
+    got = await scope_of(mem, scope_spec).get_vector(key)
+    emit(dataclasses.asdict(got) | {"key": key}, as_json,
+          lambda d: (f"revision {d['revision']} metadata {json.dumps(d['metadata'])}\n"
+                     f"embedding ({len(d['embedding'])}) {json.dumps(d['embedding'])}")
+          if d["found"] else "(absent)")
+
+
+@vectors.command("search")
+@scoped_options
+@click.option("--top-k", type=int, default=10, show_default=True)
+@click.option("--filter", "filter_json", default=None,
+              help='Equality conditions on metadata, as JSON: \'{"colour": "blue"}\'.')
+@click.option("--min-score", type=float, default=None, help="Drop matches scoring lower.")
+@click.argument("query")
+@with_memory
+async def vectors_search(mem: Memory, scope_spec: str, query: str, top_k: int,
+                         filter_json: str | None, min_score: float | None,
+                         as_json: bool) -> None:
+    """Rank the scope's vectors by cosine similarity to QUERY (a JSON array)."""
+    found = await scope_of(mem, scope_spec).similarity_search(
+        json_arg(query, "QUERY"), top_k,
+        filter=json_arg(filter_json, "--filter") if filter_json else None, min_score=min_score)
+    emit([dataclasses.asdict(m) for m in found], as_json,
+          lambda rows: "\n".join(f"{r['score']:.4f} {r['key']} rev {r['revision']} "
+                                 f"{json.dumps(r['metadata'])}" for r in rows))
+
+
+@vectors.command("delete")
+@scoped_options
+@click.option("--expected-revision", type=int, default=None, help="Delete only at this revision.")
+@click.argument("key")
+@with_memory
+async def vectors_delete(mem: Memory, scope_spec: str, key: str, expected_revision: int | None,
+                         as_json: bool) -> None:
+    """Delete the vector KEY."""
+    deleted = await scope_of(mem, scope_spec).delete_vector(key,
+                                                          expected_revision=expected_revision)
+    emit({"key": key, "deleted": deleted}, as_json,
+          lambda d: "deleted" if d["deleted"] else "(absent)")
