@@ -41,8 +41,9 @@ from .memory import (
     session_scope,
     workflow_scope,
 )
+from .records import new_id, now_ms
 from .scope import MemoryScope
-from .store import RedisMemoryStore, new_id, now_ms, store_from_env
+from .store import RedisMemoryStore, store_from_env
 from .types import (
     Capabilities,
     ChangePage,

@@ -9,22 +9,20 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from typing import Any
 
 import numpy as np
-from redis.exceptions import ResponseError
 
 from . import _json, feed, limits
 from . import _validate as check
 from . import keys as K
+from . import scope_search as search
 from . import vectors as V
 from ._connection import Connection
 from .errors import (
     ConflictError,
     CorruptEntryError,
     InvalidArgumentError,
-    InvalidVectorError,
     RequestTooLargeError,
 )
 from .functions import refusals
-from .topology import is_cluster
 from .types import (
     ChangePage,
     KeyKind,
@@ -497,9 +495,13 @@ class MemoryScope:
         tokens = V.filter_tokens(filter)
         with refusals():  # FT.* refused to this role: PermissionDeniedError; a raw
             if self._conn.search:  # key of another type: CorruptEntryError
-                matches = await self._indexed_search(blob, dim, top_k, tokens, wanted_ef)
-            elif self._vector_count(dim, await self._dims()):
-                matches = await self._search_exact(blob, dim, top_k, filter)
+                matches = await search.indexed_search(self._conn, self.scope, self.scope_id, blob,
+                                                      dim, top_k, tokens, wanted_ef)
+            elif search.vector_count(dim, await search.stored_dims(self._conn, self.scope,
+                                                                   self.scope_id)):
+                matches = await search.exact_search(
+                    self._conn, self.scope, self.scope_id, await self.list_keys(kind="vector"),
+                    blob, dim, top_k, filter)
             else:
                 matches = []
         return [m for m in matches if floor is None or m.score >= floor]
@@ -519,7 +521,8 @@ class MemoryScope:
         top_k = V.check_top_k(top_k)
         wanted_ef = V.check_ef_runtime(ef_runtime)
         tokens = V.filter_tokens(filter)
-        count = self._vector_count(dim, await self._dims())
+        count = search.vector_count(dim, await search.stored_dims(self._conn, self.scope,
+                                                                  self.scope_id))
         if not self._conn.search:
             return SearchPlan("exact", None, "exact", "", count, None, None, None, None)
         ns, scope, sid = self._scope_args()
@@ -528,7 +531,7 @@ class MemoryScope:
         conn.plans.read(spec.name, await V.index_info(conn.client, spec.name))
         conn.plans.learn(spec.name, tag, count, foreign=False)
         unscoped = conn.plans.unscoped(spec.name, tag)
-        ef = self._ef(wanted_ef) if algorithm == "HNSW" else None
+        ef = search.ef_of(conn, wanted_ef) if algorithm == "HNSW" else None
         command = V.scope_search_command(ns, scope, sid, blob, dim, top_k, tokens, algorithm,
                                          ef or 0, scoped=not unscoped)
         matched, visited = await V.profiled(conn.client, command)
@@ -542,112 +545,6 @@ class MemoryScope:
             plan = "hybrid brute force"
         return SearchPlan(plan, spec.name, algorithm, str(command[2]), count,
                           conn.plans.docs[spec.name][0], matched, visited, ef)
-
-    def _ef(self, wanted: int | None) -> int:
-        return wanted or V.IndexParams.from_settings(self._conn.settings).ef_runtime
-
-    async def _dims(self) -> Mapping[Any, Any]:
-        ns, scope, sid = self._scope_args()
-        return await self._conn.client.hgetall(K.vector_dims(ns, scope, sid))
-
-    @staticmethod
-    def _vector_count(dim: int, stored: Mapping[Any, Any]) -> int:
-        """The scope's vectors of dimension ``dim`` per its dimensions hash.
-
-        Raises:
-            InvalidVectorError: the scope holds vectors of other dimensions only.
-        """
-        dims: dict[int, int] = {}
-        for raw_dim, raw_count in stored.items():
-            try:  # a field or count a raw HSET left that is no number: not a dimension
-                found, count = int(raw_dim), int(raw_count)
-            except ValueError:
-                continue
-            if count > 0:
-                dims[found] = count
-        if dims and dim not in dims:
-            raise InvalidVectorError(
-                f"the query has dimension {dim}; this scope's vectors have dimension "
-                f"{' and '.join(map(str, sorted(dims)))}")
-        return dims.get(dim, 0)
-
-    async def _indexed_search(self, blob: bytes, dim: int, top_k: int, tokens: list[str],
-                              wanted_ef: int | None) -> list[VectorMatch]:
-        """The search through the namespace's index of dimension ``dim``.
-
-        Once this connection knows the index (and not on a cluster), the
-        scope's dimensions, the index's document count when due
-        (:class:`redismem._plans.SearchPlans`) and the search go in one
-        round trip; the reply is used only if the dimension checks pass.
-        """
-        ns, scope, sid = self._scope_args()
-        conn, client = self._conn, self._conn.client
-        spec, tag, ef = V.scope_index(ns, dim), V.scope_tag(scope, sid), self._ef(wanted_ef)
-        unscoped = conn.plans.unscoped(spec.name, tag)
-        read_docs = conn.plans.stale(spec.name)
-
-        def command(algorithm: str, scoped: bool) -> list[Any]:
-            return V.scope_search_command(ns, scope, sid, blob, dim, top_k, tokens, algorithm,
-                                          ef, scoped)
-
-        known = conn.indexes.get(spec.name)
-        reply: Any = None
-        if known is not None and not is_cluster(client):
-            pipe = client.pipeline(transaction=False)
-            pipe.hgetall(K.vector_dims(ns, scope, sid))
-            if read_docs:
-                pipe.execute_command("FT.INFO", spec.name)
-            pipe.execute_command(*command(known, not unscoped))
-            replies = await pipe.execute(raise_on_error=False)
-            stored, reply = replies[0], replies[-1]
-            if isinstance(stored, Exception):
-                raise stored
-            if read_docs and not isinstance(replies[1], Exception):
-                conn.plans.read(spec.name, V.info_fields(replies[1]))
-                read_docs = False
-        else:
-            stored = await self._dims()
-        count = self._vector_count(dim, stored)
-        if not count:
-            return []
-        if reply is None or isinstance(reply, Exception):
-            if isinstance(reply, Exception) and not (isinstance(reply, ResponseError)
-                                                     and V.missing_index(reply)):
-                raise reply
-
-            async def run(algorithm: str) -> Any:
-                if read_docs:
-                    conn.plans.read(spec.name, await V.index_info(client, spec.name))
-                return await client.execute_command(  # type: ignore[no-untyped-call]
-                    *command(algorithm, not unscoped))
-            reply = await V.searched(conn, spec, run)
-        matches = V.scope_matches(ns, scope, sid, reply)
-        foreign = matches is None
-        if matches is None:
-            matches = await V.searched(conn, spec, lambda algorithm: (
-                V.search_index(client, ns, scope, sid, blob, dim, top_k, tokens, algorithm, ef)))
-        conn.plans.learn(spec.name, tag, count, foreign)
-        return matches
-
-    async def _search_exact(self, query: bytes, dim: int, top_k: int,
-                            filter: Mapping[str, Any] | None) -> list[VectorMatch]:
-        names = await self.list_keys(kind="vector")
-        candidates = []
-        for start in range(0, len(names), 1000):
-            chunk = names[start:start + 1000]
-            found = await self._conn.functions.get_vectors(*self._scope_args(), chunk)
-            for name, (blob, meta, revision) in zip(chunk, found, strict=True):
-                if blob is None or meta is None or len(blob) != 4 * dim or (
-                        V.embedding_problem(blob)):
-                    continue  # not written by the library: `redismem audit` reports it
-                try:
-                    metadata = _json.loads(meta)
-                except ValueError:
-                    continue  # not written by the library: `redismem audit` reports it
-                if isinstance(metadata, dict) and V.matches_filter(metadata, filter):
-                    candidates.append((name, np.frombuffer(blob, dtype="<f4"), metadata,
-                                       revision))
-        return V.rank_exact(np.frombuffer(query, dtype="<f4"), candidates, top_k)
 
     async def changes(self, after: int = 0, limit: int | None = None,
                       prefix: str | None = None) -> ChangePage:

@@ -12,33 +12,41 @@ the client when the server has no search module.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import json
 import logging
 import math
 import os
-import re
-import time
-import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, cast
 
 import numpy as np
 from redis.exceptions import ResponseError
 
-from . import _json, limits
 from . import _validate as check
 from . import keys as K
+from . import limits
 from . import vectors as V
+from .bm25 import bm25_rank, tokens
 from .errors import (
     CorruptEntryError,
     InvalidArgumentError,
-    InvalidEventError,
-    InvalidMemoryError,
     InvalidVectorError,
 )
 from .functions import refusals
 from .memory import Memory, connect
+from .records import (
+    STREAM_ID,
+    check_limit,
+    check_ms,
+    check_scope,
+    check_tags,
+    event_from_json,
+    event_json,
+    id_and_type,
+    is_utf8,
+    memory_from_json,
+    memory_json,
+    user_key,
+)
 from .repair import stored_count
 from .types import (
     CompactionResult,
@@ -50,243 +58,8 @@ from .types import (
 )
 
 log = logging.getLogger("redismem")
-_WORD = re.compile(r"\w+")
-_BM25_K1, _BM25_B = 1.2, 0.75
 _PAGE = 1000
 """Events one compaction read or drop call handles."""
-
-
-def new_id(prefix: str = "id") -> str:
-    """A new unique id, ``<prefix>_<32 hex digits>``."""
-    return f"{prefix}_{uuid.uuid4().hex}"
-
-
-def now_ms() -> int:
-    """Milliseconds since the epoch."""
-    return time.time_ns() // 1_000_000
-
-
-def _dumps(value: Any, error: type[InvalidArgumentError], what: str) -> str:
-    try:
-        return _json.dumps(value)[0]
-    except _json.JsonRuleError as exc:
-        raise error(f"{what} is not strict JSON: {exc}") from None
-
-
-def _check_str(value: object, what: str, error: type[InvalidArgumentError], *,
-               max_bytes: int = limits.MAX_KEY_BYTES) -> str:
-    if not isinstance(value, str) or not value or (
-        check.utf8_size(value, error, what) > max_bytes
-    ) or any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
-        raise error(f"{what} must be a non-empty string of at most {max_bytes} bytes without "
-                    f"control characters, got {value!r}")
-    return value
-
-
-def _check_ms(value: object, what: str, error: type[InvalidArgumentError]) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not (
-        0 <= value <= limits.MAX_REVISION
-    ):
-        raise error(f"{what} must be a non-negative integer of milliseconds, got {value!r}")
-    return value
-
-
-def _check_tags(value: object, what: str, error: type[InvalidArgumentError]) -> list[str]:
-    if not isinstance(value, list | tuple) or not all(isinstance(t, str) for t in value):
-        raise error(f"{what} must be a list of strings, got {value!r}")
-    return list(value)
-
-
-def _check_scope(scope: object) -> None:
-    """A memory scope filter: None, or a scope name as a memory record holds."""
-    if scope is not None:
-        _check_str(scope, "scope", InvalidMemoryError, max_bytes=limits.MAX_ID_BYTES)
-
-
-def _check_limit(value: object, what: str = "limit") -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not (
-        1 <= value <= limits.MAX_EVENTS_PER_CALL
-    ):
-        raise InvalidArgumentError(
-            f"{what} must be between 1 and {limits.MAX_EVENTS_PER_CALL}, got {value!r}")
-    return value
-
-
-def event_json(event: MemoryEvent, thread_id: str | None = None) -> str:
-    """Check an event and return its canonical JSON.
-
-    Raises:
-        InvalidEventError: a field has the wrong type, the payload is not JSON,
-            or the thread differs from ``thread_id``.
-    """
-    if not isinstance(event, MemoryEvent):
-        raise InvalidEventError(f"expected a MemoryEvent, got {type(event).__name__}")
-    check.check_id("thread id", event.thread_id)
-    if thread_id is not None and event.thread_id != thread_id:
-        raise InvalidEventError(
-            f"event {event.id!r} belongs to thread {event.thread_id!r}, not {thread_id!r}")
-    _check_str(event.id, "event id", InvalidEventError)
-    if event.user_id is not None and not isinstance(event.user_id, str):
-        raise InvalidEventError(f"user_id must be a string or None, got {event.user_id!r}")
-    _check_str(event.type, "event type", InvalidEventError, max_bytes=limits.MAX_ID_BYTES)
-    _check_ms(event.timestamp, "timestamp", InvalidEventError)
-    _check_tags(event.tags, "tags", InvalidEventError)
-    # a plain dict: dataclasses.asdict deep-copies the payload, which costs more
-    # than the rest of an append on the client side
-    text = _dumps({"id": event.id, "thread_id": event.thread_id, "user_id": event.user_id,
-                   "type": event.type, "timestamp": event.timestamp, "payload": event.payload,
-                   "tags": list(event.tags)}, InvalidEventError, "the event payload")
-    if len(text) > limits.MAX_EVENT_BYTES // 4 and len(text.encode()) > limits.MAX_EVENT_BYTES:
-        raise InvalidEventError(f"the event is over {limits.MAX_EVENT_BYTES} bytes of JSON")
-    return text
-
-
-def _id_and_type(body: bytes | None) -> tuple[str, str | None]:
-    """The id ("" when unusable) and type of a stored event body; an entry the
-    library did not write has neither."""
-    try:
-        event = json.loads(body) if body is not None else None
-    except ValueError:
-        event = None
-    if not isinstance(event, dict):
-        return "", None
-    kind = event.get("type")
-    try:
-        event_id = check.check_key(event.get("id"))
-    except InvalidArgumentError:
-        event_id = ""
-    return event_id, kind if isinstance(kind, str) else None
-
-
-def event_from_json(raw: bytes | str | None, key: str = "", stream_id: str = "") -> MemoryEvent:
-    """The event of one thread entry.
-
-    Raises:
-        CorruptEntryError: the entry is not an event the library wrote (a
-            raw XADD): not JSON, not an object, or not the event's fields.
-    """
-    try:
-        data = json.loads(raw)  # type: ignore[arg-type]
-        if not isinstance(data, dict):
-            raise TypeError(f"not a JSON object: {type(data).__name__}")
-        return MemoryEvent(**data)
-    except (TypeError, ValueError) as exc:  # JSONDecodeError and UnicodeDecodeError too
-        where = f"{key} {stream_id}".strip()
-        raise CorruptEntryError(f"thread entry {where} was not written by redismem: {exc}; "
-                                "`redismem audit` lists such entries", key=where) from None
-
-
-def memory_event(data: Mapping[str, Any]) -> MemoryEvent:
-    """A MemoryEvent from a dict, rejecting unknown or missing fields.
-
-    Raises:
-        InvalidEventError: unknown or missing fields.
-    """
-    event: MemoryEvent = _from_dict(MemoryEvent, data, InvalidEventError)
-    return event
-
-
-def long_term_memory(data: Mapping[str, Any]) -> LongTermMemory:
-    """A LongTermMemory from a dict, rejecting unknown or missing fields.
-
-    Raises:
-        InvalidMemoryError: unknown or missing fields.
-    """
-    record: LongTermMemory = _from_dict(LongTermMemory, data, InvalidMemoryError)
-    return record
-
-
-def _from_dict(cls: Any, data: Mapping[str, Any], error: type[InvalidArgumentError]) -> Any:
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        raise error(f"unknown fields for {cls.__name__}: {', '.join(unknown)}")
-    try:
-        return cls(**data)
-    except TypeError as exc:
-        raise error(f"{cls.__name__}: {exc}") from None
-
-
-_STREAM_ID = re.compile(r"\d{1,20}-\d{1,20}")
-
-
-def _utf8(raw: bytes) -> bool:
-    try:
-        raw.decode()
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-def _user_key(user_id: str | None) -> str:
-    if user_id is None:
-        return K.SHARED_USER
-    if user_id == K.SHARED_USER:
-        raise InvalidMemoryError("user id '_' is reserved for shared memories (user_id=None)")
-    return check.check_id("user id", user_id)
-
-
-def memory_json(memory: LongTermMemory) -> str:
-    """Check a long-term memory record and return its canonical JSON.
-
-    Raises:
-        InvalidMemoryError: a field has the wrong type or is not JSON.
-    """
-    if not isinstance(memory, LongTermMemory):
-        raise InvalidMemoryError(f"expected a LongTermMemory, got {type(memory).__name__}")
-    _user_key(memory.user_id)
-    check.check_key(memory.id)
-    _check_str(memory.scope, "scope", InvalidMemoryError, max_bytes=limits.MAX_ID_BYTES)
-    if not isinstance(memory.text, str):
-        raise InvalidMemoryError(f"text must be a string, got {memory.text!r}")
-    for name in ("data", "metadata"):
-        if not isinstance(getattr(memory, name), dict):
-            raise InvalidMemoryError(f"{name} must be a dict")
-    _check_tags(memory.tags, "tags", InvalidMemoryError)
-    _check_ms(memory.created_at, "created_at", InvalidMemoryError)
-    _check_ms(memory.updated_at, "updated_at", InvalidMemoryError)
-    return _dumps(dataclasses.asdict(memory), InvalidMemoryError, "the memory")
-
-
-def memory_from_json(raw: bytes | str | None) -> LongTermMemory | None:
-    """The record of a long-term memory, or None when it is not one the
-    library wrote (a raw HSET): listings and searches go on without it,
-    and ``redismem audit`` reports it."""
-    try:
-        data = json.loads(raw)  # type: ignore[arg-type]
-        return LongTermMemory(**data) if isinstance(data, dict) else None
-    except (TypeError, ValueError):  # JSONDecodeError and UnicodeDecodeError too
-        return None
-
-
-def _words(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
-
-
-def bm25_rank(query: str, documents: Sequence[tuple[Any, str]], limit: int
-              ) -> list[tuple[Any, float]]:
-    """Okapi BM25 (k1 1.2, b 0.75) of ``documents`` (item, text) for the words
-    of ``query``; items with a positive score, best first."""
-    terms = set(_words(query))
-    if not terms or not documents:
-        return []
-    tokenized = [_words(text) for _, text in documents]
-    average = sum(map(len, tokenized)) / len(tokenized) or 1.0
-    frequency = {t: sum(1 for words in tokenized if t in words) for t in terms}
-    total = len(documents)
-    scored = []
-    for (item, _), words in zip(documents, tokenized, strict=True):
-        score = 0.0
-        for term in terms:
-            count = words.count(term)
-            if count:
-                idf = math.log(1 + (total - frequency[term] + 0.5) / (frequency[term] + 0.5))
-                score += idf * count * (_BM25_K1 + 1) / (
-                    count + _BM25_K1 * (1 - _BM25_B + _BM25_B * len(words) / average))
-        if score > 0:
-            scored.append((item, score))
-    scored.sort(key=lambda pair: -pair[1])
-    return scored[:limit]
 
 
 class RedisMemoryStore:
@@ -407,7 +180,7 @@ class RedisMemoryStore:
     async def get_recent_events(self, thread_id: str, limit: int = 50) -> list[MemoryEvent]:
         """The ``limit`` most recent events of a thread, oldest first."""
         check.check_id("thread id", thread_id)
-        wanted = _check_limit(limit)
+        wanted = check_limit(limit)
         pages: list[list[tuple[str, bytes]]] = []
         got, before = 0, ""
         while got < wanted:  # newest page first; each call bounded (MAX_EVENTS_PER_READ)
@@ -431,8 +204,8 @@ class RedisMemoryStore:
         ``limit`` chosen are those with the earliest timestamps.
         """
         check.check_id("thread id", thread_id)
-        since = _check_ms(since_ms, "since_ms", InvalidArgumentError)
-        wanted = _check_limit(limit)
+        since = check_ms(since_ms, "since_ms", InvalidArgumentError)
+        wanted = check_limit(limit)
         found: list[tuple[str, bytes | None]] = []
         while len(found) < wanted:  # pages of MAX_EVENTS_PER_READ, each call bounded
             page = await self.memory._conn.functions.events_since(
@@ -441,7 +214,7 @@ class RedisMemoryStore:
             if not page:
                 break
             found += page
-        found = [item for item in found if _STREAM_ID.fullmatch(item[0])]  # else a raw member
+        found = [item for item in found if STREAM_ID.fullmatch(item[0])]  # else a raw member
         found.sort(key=lambda item: tuple(int(part) for part in item[0].split("-")))
         key = K.thread_events(self.namespace, thread_id)
         return [event_from_json(body, key, stream_id) for stream_id, body in found
@@ -476,8 +249,8 @@ class RedisMemoryStore:
         ) or policy.max_events_per_thread < 0:
             raise InvalidArgumentError("max_events_per_thread must be an integer >= 0, got "
                                        f"{policy.max_events_per_thread!r}")
-        scan_limit = _check_limit(policy.scan_limit, "scan_limit")
-        protected = set(_check_tags(policy.keep_event_types, "keep_event_types",
+        scan_limit = check_limit(policy.scan_limit, "scan_limit")
+        protected = set(check_tags(policy.keep_event_types, "keep_event_types",
                                     InvalidArgumentError))
         client, ns = self.memory.client, self.namespace
         events_key = K.thread_events(ns, thread_id)
@@ -488,7 +261,7 @@ class RedisMemoryStore:
                 events_key, max=newest, min="-", count=min(_PAGE, scan_limit - len(entries))))
             if not page:
                 break
-            entries += [(stream_id.decode(), *_id_and_type(fields.get(b"e")))
+            entries += [(stream_id.decode(), *id_and_type(fields.get(b"e")))
                         for stream_id, fields in page]
             newest = "(" + page[-1][0].decode()
         keep: set[str] = set()
@@ -514,7 +287,7 @@ class RedisMemoryStore:
             rows = cast(list[tuple[bytes, float]], await self.memory.client.zrevrange(
                 K.threads(self.namespace), 0, -1, withscores=True))
         return [(name.decode(), int(score)) for name, score in rows
-                if _utf8(name) and math.isfinite(score)]  # else a raw ZADD
+                if is_utf8(name) and math.isfinite(score)]  # else a raw ZADD
 
     # state: revisioned values in the thread's session scope
 
@@ -563,7 +336,7 @@ class RedisMemoryStore:
     async def _upsert(self, memory: LongTermMemory, embedding: Sequence[float] | None, *,
                       newer: bool) -> int:
         record = memory_json(memory)
-        user = _user_key(memory.user_id)
+        user = user_key(memory.user_id)
         blob = b""
         if embedding is not None:
             blob, dim = V.embedding_bytes(embedding)
@@ -575,7 +348,7 @@ class RedisMemoryStore:
 
     async def delete_long_term_memory(self, user_id: str | None, memory_id: str) -> None:
         """Delete a memory (nothing happens when it is absent)."""
-        user = _user_key(user_id)
+        user = user_key(user_id)
         check.check_key(memory_id)
         ns = self.namespace
         await self.memory._conn.functions.delete_memory(ns, user, memory_id)
@@ -583,15 +356,15 @@ class RedisMemoryStore:
     async def list_long_term_memories(self, user_id: str | None, *, scope: str | None = None,
                                       limit: int = 100) -> list[LongTermMemory]:
         """A user's memories (or the shared ones), newest ``updated_at`` first."""
-        limit = _check_limit(limit)
+        limit = check_limit(limit)
         return [m for m, _ in await self._memories(user_id, scope, limit=limit)]
 
     async def _memories(self, user_id: str | None, scope: str | None, *,
                         limit: int | None = None, embeddings: bool = False
                         ) -> list[tuple[LongTermMemory, bytes | None]]:
         """Records of a user, newest first, optionally with their embeddings."""
-        user = _user_key(user_id)
-        _check_scope(scope)
+        user = user_key(user_id)
+        check_scope(scope)
         with refusals():  # a key of another Redis type: CorruptEntryError naming it
             return await self._memory_pages(user, scope, limit, embeddings)
 
@@ -624,10 +397,10 @@ class RedisMemoryStore:
         if not isinstance(query, str):
             raise InvalidArgumentError(f"query must be a string, got {query!r}")
         check.utf8_size(query, InvalidArgumentError, "query")
-        limit = _check_limit(limit)
-        user = _user_key(user_id)
-        _check_scope(scope)
-        words = sorted(set(_words(query)))
+        limit = check_limit(limit)
+        user = user_key(user_id)
+        check_scope(scope)
+        words = sorted(set(tokens(query)))
         if not words:
             return []
         if not await self._text_index_ready():  # no search module, or no memory written yet
@@ -660,8 +433,8 @@ class RedisMemoryStore:
         blob, dim = V.embedding_bytes(query_embedding)
         limit = V.check_top_k(limit)
         floor = V.check_min_score(min_score)
-        user = _user_key(user_id)
-        _check_scope(scope)
+        user = user_key(user_id)
+        check_scope(scope)
         dim_key = K.memory_dim(self.namespace)
         with refusals(dim_key):
             stored = await self.memory.client.get(dim_key)

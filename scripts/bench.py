@@ -365,7 +365,7 @@ async def bench_transfer(url: str, n: int) -> list[dict[str, Any]]:
     import io
     import pathlib
 
-    from redismem import transfer
+    from redismem import restore, transfer
 
     ns = "bench" + uuid.uuid4().hex[:8]
     raw = Redis.from_url(url)
@@ -416,12 +416,12 @@ async def bench_transfer(url: str, n: int) -> list[dict[str, Any]]:
             async with redismem.RedisMemoryStore(url, namespace=ns + "-copy",
                                                  principal="bench") as copy:
                 start = time.perf_counter()
-                await transfer.check_file(copy, path)
-                await transfer.import_file(copy, path)
+                await restore.check_file(copy, path)
+                await restore.import_file(copy, path)
                 import_rate = records / (time.perf_counter() - start)
                 start = time.perf_counter()
-                await transfer.check_file(copy, path)
-                summary = await transfer.import_file(copy, path)
+                await restore.check_file(copy, path)
+                summary = await restore.import_file(copy, path)
                 again_rate = records / (time.perf_counter() - start)
                 assert sum(summary.written.values()) == 0
         lines = out.getvalue().splitlines()[1:]

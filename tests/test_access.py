@@ -505,7 +505,7 @@ async def test_text_search_as_a_reader_never_returns_another_namespace(world: Wo
 
 async def test_an_admin_exports_and_imports_its_namespace_without_scan(
         world: World, tmp_path: Any) -> None:
-    from redismem import transfer
+    from redismem import restore, transfer
 
     dump = tmp_path / "a.jsonl"
     async with await redismem.connect(world.url(A), namespace=world.a) as mem:
@@ -517,9 +517,9 @@ async def test_an_admin_exports_and_imports_its_namespace_without_scan(
     # every scope the fixture wrote is found through the registry
     assert summary.records["value"] >= 7
     async with redismem.RedisMemoryStore(world.url(A), namespace=world.a) as store:
-        assert await transfer.check_file(store, dump) > 0
-        result = await transfer.import_file(store, dump)
+        assert await restore.check_file(store, dump) > 0
+        result = await restore.import_file(store, dump)
     assert sum(result.written.values()) == 0  # all there already: kept
     async with redismem.RedisMemoryStore(world.url(W), namespace=world.a) as store:
         with pytest.raises(redismem.PermissionDeniedError):
-            await transfer.import_file(store, dump)
+            await restore.import_file(store, dump)

@@ -496,7 +496,7 @@ async def test_audit_finds_every_listing_expiry_and_range_break(
     import asyncio
     import io
 
-    from redismem import transfer
+    from redismem import restore, transfer
     from redismem.audit import audit
 
     ns, scope, client = mem.namespace, mem.session("s"), mem.client
@@ -551,7 +551,7 @@ async def test_audit_finds_every_listing_expiry_and_range_break(
     dump = tmp_path / "dump.jsonl"
     dump.write_text(out.getvalue())
     async with redismem.RedisMemoryStore(backend_url, namespace=ns + "copy") as store:
-        result = await transfer.import_file(store, dump)
+        result = await restore.import_file(store, dump)
     assert result.written["value"] == 3
     for name in ("big_rev", "neg_rev"):  # get and get_many agree
         with pytest.raises(redismem.CorruptEntryError, match="revision is not an integer"):

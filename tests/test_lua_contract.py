@@ -13,7 +13,7 @@ import pytest
 import redis
 
 import redismem
-from redismem import functions, library, limits, transfer
+from redismem import functions, library, limits, restore, transfer
 from redismem.client import open_client
 from redismem.errors import BY_CODE
 from redismem.functions import Functions
@@ -105,7 +105,7 @@ async def call_every_function(rmem: redismem.Memory, redis_url: str, tmp_path: P
             await transfer.export_namespace(store.memory, out.write)
     async with redismem.RedisMemoryStore(redis_url, namespace=rmem.namespace + "-i") as store:
         store.memory._conn.functions = recording
-        await transfer.import_file(store, export)
+        await restore.import_file(store, export)
     return recording
 
 

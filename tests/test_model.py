@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
 import redismem
-from redismem import limits, transfer
+from redismem import limits, restore, transfer
 from redismem.store import RedisMemoryStore
 
 KEYS = ["a", "b", "c", "k/1", "ü"]
@@ -184,8 +184,8 @@ class MemoryModel(RuleBasedStateMachine):
                 path.write_text("".join(lines), encoding="utf-8")
                 target = self.ns + "-copy" + uuid.uuid4().hex[:6]
                 async with RedisMemoryStore(self.url, namespace=target) as store:
-                    await transfer.check_file(store, path)
-                    await transfer.import_file(store, path)
+                    await restore.check_file(store, path)
+                    await restore.import_file(store, path)
                     scope = store.memory.session("s")
                     listed = await scope.list_keys()
                     got = await scope.get_many(KEYS)

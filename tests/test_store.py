@@ -13,7 +13,7 @@ import pytest
 import redismem
 from redismem import LongTermMemory, MemoryEvent, RedisMemoryStore, RetentionPolicy
 from redismem import keys as K
-from redismem.store import long_term_memory, memory_event
+from redismem.records import long_term_memory, memory_event
 
 from .helpers import snapshot
 
@@ -406,7 +406,7 @@ def test_event_json_carries_every_field() -> None:
     import dataclasses
     import json
 
-    from redismem.store import event_json
+    from redismem.records import event_json
 
     sample = event("t", 3, tag="x")
     assert json.loads(event_json(sample)) == dataclasses.asdict(sample)

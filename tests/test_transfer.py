@@ -17,7 +17,7 @@ import pytest
 
 import redismem
 from redismem import keys as K
-from redismem import transfer
+from redismem import restore, transfer
 from redismem.errors import InvalidExportError
 from redismem.functions import Functions
 
@@ -121,11 +121,11 @@ async def export_text(store: redismem.RedisMemoryStore) -> str:
 
 
 async def import_text(store: redismem.RedisMemoryStore, text: str,
-                      tmp_path: Path) -> transfer.ImportSummary:
+                      tmp_path: Path) -> restore.ImportSummary:
     path = tmp_path / "import.jsonl"
     path.write_text(text)
-    await transfer.check_file(store, path)
-    return await transfer.import_file(store, path)
+    await restore.check_file(store, path)
+    return await restore.import_file(store, path)
 
 
 async def test_export_flush_import_reads_equal(source: redismem.RedisMemoryStore, server_url: str,
@@ -320,7 +320,7 @@ async def test_a_bad_file_is_refused_before_anything_is_written(
     path.write_text(text)
     before = await snapshot(source.memory)
     with pytest.raises(InvalidExportError) as info:
-        await transfer.check_file(source, path)
+        await restore.check_file(source, path)
     assert str(info.value).startswith(message), str(info.value)
     assert await snapshot(source.memory) == before
 
@@ -329,7 +329,7 @@ def test_an_empty_file_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "empty.jsonl"
     path.write_text("\n")
     with pytest.raises(InvalidExportError, match="the file is empty"):
-        transfer.read_header(path)
+        restore.read_header(path)
 
 
 async def test_raw_import_functions(rmem: redismem.Memory) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from .. import transfer
+from .. import restore, transfer
 from ..memory import connect
 from ..store import RedisMemoryStore
 from .base import (
@@ -95,16 +95,16 @@ def import_cmd(url: str | None, namespace: str | None, file: str, as_json: bool)
         else:
             path = Path(file)
         try:
-            header = transfer.read_header(path)
+            header = restore.read_header(path)
         except (OSError, ValueError) as exc:
             raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
         target = namespace or header
 
-        async def run() -> transfer.ImportSummary:
+        async def run() -> restore.ImportSummary:
             async with RedisMemoryStore(url, namespace=target) as store:
-                total = await transfer.check_file(store, path)
+                total = await restore.check_file(store, path)
                 with _progress(f"importing into {target}", total, as_json) as advance:
-                    return await transfer.import_file(store, path, advance)
+                    return await restore.import_file(store, path, advance)
 
         summary = run_sync(run())
     data = {"namespace": summary.namespace, "records": summary.records,
