@@ -46,8 +46,8 @@ def test_redis_8_with_aof_a_healthcheck_and_a_volume() -> None:
     assert all(str(port).startswith("127.0.0.1:") for port in redis["ports"])
 
 
-def test_the_readme_points_redismem_at_it() -> None:
-    readme = (REPO / "README.md").read_text()
+def test_the_production_guide_points_redismem_at_it() -> None:
+    readme = (REPO / "docs" / "production.md").read_text()
     assert "docker compose up -d" in readme
     assert "export REDISMEM_URL=redis://127.0.0.1:6379/0" in readme
 
@@ -73,7 +73,7 @@ def test_the_cluster_compose_file_forms_3_primaries_and_3_replicas() -> None:
     script = create["command"][0]
     assert f"--cluster create {' '.join(addresses)} --cluster-replicas 1" in script
     assert set(create["depends_on"]) == set(nodes)
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "production.md").read_text()
     assert "docker compose -f docker-compose.cluster.yml up -d" in readme
     assert f"redis+cluster://{','.join(addresses[:3])}/0" in readme
 
@@ -110,7 +110,7 @@ def test_the_cluster_compose_commands_form_a_working_cluster(tmp_path: Path) -> 
         subprocess.run(["sh", "-c", script], check=True, capture_output=True, timeout=60)
         LocalCluster._wait(lambda: all(_cluster_ok(p) for p in ports.values()),
                            "cluster_state:ok on every node")
-        readme = (REPO / "README.md").read_text()
+        readme = (REPO / "docs" / "production.md").read_text()
         url = re.search(r"REDISMEM_URL=(redis\+cluster://\S+)", readme)
         assert url is not None
         cluster_url = url[1]

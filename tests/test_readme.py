@@ -1,9 +1,9 @@
-"""The README's "Inspect with redis-cli" section, run command by command
+"""The redis-cli guide (docs/redis-cli.md), run command by command
 against the test server: every output shown must be what the command prints.
 
 In the expected output, ``...`` inside a line stands for any text, and a
 line of just ``...`` for any number of lines. ``redis-cli`` runs with
-``--no-raw``, the format it uses on a terminal as the README shows it, unless
+``--no-raw``, the format it uses on a terminal as the guide shows it, unless
 its output goes into a pipe (where it prints raw for the user too).
 """
 
@@ -18,14 +18,12 @@ import pytest
 
 from .helpers import REPO
 
-SECTION = "## Inspect with redis-cli"
+GUIDE = REPO / "docs" / "redis-cli.md"
 
 
 def guide_blocks() -> list[list[str]]:
-    text = (REPO / "README.md").read_text()
-    section = text[text.index(SECTION):]
-    section = section[:section.index("\n## ", len(SECTION))]
-    return [block.splitlines() for block in re.findall(r"```console\n(.*?)```", section, re.S)]
+    text = GUIDE.read_text()
+    return [block.splitlines() for block in re.findall(r"```console\n(.*?)```", text, re.S)]
 
 
 def steps(block: list[str]) -> list[tuple[str, list[str]]]:
