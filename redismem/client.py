@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
@@ -41,6 +42,22 @@ from .topology import first_answer, nodes_from, slot_owner
 from .types import Capabilities
 
 MEMORY_URL = "memory://"
+
+_SECRET_PARAM = re.compile(r"(?i)([?&]password=)[^&#]*")
+
+
+def redact(url: str) -> str:
+    """``url`` fit to print or log: a password in it (``user:password@`` or
+    ``?password=``) becomes ``***``."""
+    scheme, sep, rest = url.partition("://")
+    if sep:
+        end = min((i for i in map(rest.find, "/?#") if i >= 0), default=len(rest))
+        netloc, tail = rest[:end], rest[end:]
+        userinfo, at, hosts = netloc.rpartition("@")
+        user, colon, _ = userinfo.partition(":")
+        if at and colon:
+            url = f"{scheme}://{user}:***@{hosts}{tail}"
+    return _SECRET_PARAM.sub(r"\1***", url)
 
 
 def _memory_client() -> Redis:
@@ -265,16 +282,19 @@ async def authenticated_user(client: Redis) -> str:
     return str(info.get("user", "default"))
 
 
-async def authenticated_principal(client: Redis, wanted: str, *, explicit: bool) -> str:
+async def authenticated_principal(client: Redis, wanted: str, *, named_by: str | None) -> str:
     """The principal writes are recorded under: the ACL user's name, unless
-    the connection is the ``default`` user (access control off)."""
+    the connection is the ``default`` user (access control off). A principal
+    someone named (``named_by``: the argument or ``REDISMEM_PRINCIPAL``)
+    that is not that user is refused, never replaced in silence."""
     user = await authenticated_user(client)
     if user == "default":
         return wanted
-    if explicit and wanted != user:
+    if named_by is not None and wanted != user:
         raise PermissionDeniedError(
             f"this connection is authenticated as ACL user {user!r}, so it writes as "
-            f"{user!r}, not as principal {wanted!r} (the server's ACL refuses any other)")
+            f"{user!r}, not as principal {wanted!r} ({named_by}; the server's ACL refuses "
+            "any other)")
     return check.check_id("principal", user)
 
 

@@ -346,7 +346,8 @@ async def connect(url: str | None = None, *, namespace: str = "default",
         principal: who writes; default ``REDISMEM_PRINCIPAL`` or ``user@host``.
             A connection authenticated as an ACL user other than ``default``
             writes as that user: its name is the principal (the server's ACL
-            lets it name no other), and a different ``principal`` is refused.
+            lets it name no other), and a different ``principal`` (or
+            ``REDISMEM_PRINCIPAL``) is refused.
         allow_eviction: connect even when the server's ``maxmemory-policy``
             may evict keys (anything but ``noeviction``), which silently
             drops memory, revisions and feed events; default
@@ -391,7 +392,9 @@ async def connect(url: str | None = None, *, namespace: str = "default",
         backend = "memory" if resolved.startswith(MEMORY_URL) else "redis"
         if backend == "redis":
             await check_eviction(client, allow_eviction)
-            who = await authenticated_principal(client, who, explicit=principal is not None)
+            named_by = ("principal=" if principal is not None else
+                        "REDISMEM_PRINCIPAL" if os.environ.get("REDISMEM_PRINCIPAL") else None)
+            who = await authenticated_principal(client, who, named_by=named_by)
         loaded = await ensure_library(client)
         capabilities = await detect_capabilities(client, backend, loaded.version)
         functions = Functions(client)

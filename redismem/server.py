@@ -298,6 +298,11 @@ class EmbeddedServer:
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
+    @property
+    def password_file(self) -> Path:
+        """``<data-dir>/password``: the password clients of this server use."""
+        return self.data_dir / _PASSWORD_FILE
+
     def password(self) -> str | None:
         """The server's password, from ``<data-dir>/password`` (None before the
         first start)."""

@@ -49,8 +49,25 @@ class Credential:
         return data
 
 
+MIN_PASSWORD = 12
+"""Characters a given password has at least (a generated one has 43)."""
+
+
 def new_password() -> str:
     return secrets.token_urlsafe(32)
+
+
+def check_password(password: str) -> str:
+    """A given password: at least MIN_PASSWORD characters, no whitespace.
+
+    Raises:
+        InvalidArgumentError: it is shorter or holds whitespace.
+    """
+    if len(password) < MIN_PASSWORD or any(c.isspace() for c in password):
+        raise InvalidArgumentError(
+            f"a password has at least {MIN_PASSWORD} characters and no whitespace (got "
+            f"{len(password)} characters); leave it out to have one generated")
+    return password
 
 
 def read_password(text: str) -> str:
@@ -85,6 +102,18 @@ async def _everywhere(client: Redis, *args: Any) -> list[Any]:
     async with _nodes(client) as nodes:
         return [await node.execute_command(*args)  # type: ignore[no-untyped-call]
                 for node in nodes]
+
+
+async def saved_to_file(client: Redis) -> bool:
+    """Whether the server keeps its ACL users in a file (``aclfile``), so
+    that they survive a restart; on a cluster, whether every node does."""
+    async with _nodes(client) as nodes:
+        return all([bool((await node.config_get("aclfile")).get("aclfile")) for node in nodes])
+
+
+NOT_SAVED = ("this server has no ACL file (aclfile is not set), so its ACL users live in "
+             "memory only and are gone after a restart: set aclfile in redis.conf and run "
+             "ACL SAVE (the embedded server keeps one in its data directory)")
 
 
 async def _save(client: Redis) -> bool:
@@ -128,7 +157,7 @@ async def add_user(client: Redis, user: str, role: Role, *,
         raise InvalidArgumentError(f"ACL user {user!r} exists: remove it first, or use "
                                    "rotate-password")
     generated = password is None
-    secret = new_password() if password is None else password
+    secret = new_password() if password is None else check_password(password)
     capabilities = await detect_capabilities(client, "redis", 0)
     user_rules = rules(role, user, search=capabilities.search)
     await _everywhere(client, "ACL", "SETUSER", user, "reset", "on", _hash(secret), *user_rules)
@@ -179,7 +208,7 @@ async def rotate_password(client: Redis, user: str, *, password: str | None = No
     returns the new one when it was generated."""
     if not await _exists(client, user):
         raise InvalidArgumentError(f"there is no ACL user {user!r}")
-    secret = new_password() if password is None else password
+    secret = new_password() if password is None else check_password(password)
     await _everywhere(client, "ACL", "SETUSER", user, "resetpass", _hash(secret))
     await _save(client)
     return secret if password is None else None

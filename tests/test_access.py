@@ -23,6 +23,8 @@ from redismem.functions import refusals, request_id
 from redismem.library import bundled, ensure_library
 from redismem.server import ServerState
 
+from .test_cli import run_script
+
 PASSWORD = "pw-" + uuid.uuid4().hex
 
 
@@ -345,6 +347,19 @@ async def test_the_recorded_writer_is_the_authenticated_user(world: World) -> No
         await redismem.connect(world.url(W), namespace=world.a, principal="mallory")
 
 
+async def test_redismem_principal_is_refused_like_the_argument(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REDISMEM_PRINCIPAL", "mallory")
+    with pytest.raises(redismem.PermissionDeniedError, match="REDISMEM_PRINCIPAL"):
+        await redismem.connect(world.url(W), namespace=world.a)
+    done = run_script("set", "--url", world.url(W), "-n", world.a, "--scope", "session:s1",
+                      "k", "1", env={"REDISMEM_PRINCIPAL": "mallory"})
+    assert done.returncode == 1 and "REDISMEM_PRINCIPAL" in done.stderr, done.stderr
+    monkeypatch.setenv("REDISMEM_PRINCIPAL", world.names[W])  # naming oneself is fine
+    async with await redismem.connect(world.url(W), namespace=world.a) as mem:
+        assert mem.principal == world.names[W]
+
+
 async def test_roles_through_the_python_api(world: World) -> None:
     async with await redismem.connect(world.url(R), namespace=world.a) as reader:
         assert (await reader.session("s2").get("k")).value == {"ns": world.a}
@@ -412,7 +427,7 @@ async def _listed(state: ServerState) -> list[dict[str, Any]]:
 async def rotating(redis_server: ServerState) -> AsyncIterator[str]:
     name = "rot" + uuid.uuid4().hex[:6]
     client = await open_client(redis_server.url)
-    await users.add_user(client, name, acl.Role("reader", "rotns"), password="old-one")
+    await users.add_user(client, name, acl.Role("reader", "rotns"), password="old-one-0123456789")
     yield name
     await users.remove_user(client, name)
     await client.aclose()
@@ -426,7 +441,7 @@ async def test_rotate_password_stops_the_old_one(rotating: str,
     assert new
     port = redis_server.port
     with pytest.raises(redis.AuthenticationError):
-        redis.Redis(port=port, username=rotating, password="old-one").ping()
+        redis.Redis(port=port, username=rotating, password="old-one-0123456789").ping()
     assert redis.Redis(port=port, username=rotating, password=new).ping()
 
 

@@ -7,22 +7,28 @@ import asyncio
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+import redis
 from click.testing import CliRunner
 
 import redismem
 from redismem import library
 from redismem.cli import main
 
+from .cluster import LocalCluster
 
-def run_script(*args: str, url: str | None = None, cwd: Path | None = None
-               ) -> subprocess.CompletedProcess[str]:
+
+def run_script(*args: str, url: str | None = None, cwd: Path | None = None,
+               env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     exe = shutil.which("redismem")
     assert exe is not None, "the redismem console script is installed"
-    env = dict(os.environ)
+    env = {**os.environ, **(env or {})}
     env.pop("REDISMEM_URL", None)
     if url:
         env["REDISMEM_URL"] = url
@@ -45,7 +51,10 @@ def test_demo_through_console_script(redis_url: str) -> None:
 def test_up_status_down_on_a_data_dir(tmp_path: Path) -> None:
     up = run_script("up", "--data-dir", str(tmp_path), "--json")
     assert up.returncode == 0, up.stderr
-    url = json.loads(up.stdout)["url"]
+    shown = json.loads(up.stdout)
+    password = Path(shown["password_file"]).read_text().strip()
+    assert password not in up.stdout and shown["url"].startswith("redis://default:***@")
+    url = shown["url"].replace("***", password)
     try:
         again = run_script("up", "--data-dir", str(tmp_path), "--json")
         assert json.loads(again.stdout)["pid"] == json.loads(up.stdout)["pid"]
@@ -219,3 +228,54 @@ def test_thread_and_ltm_commands(redis_url: str, ns: str) -> None:
     assert [m["id"] for m in json.loads(out.output)] == ["m1"]
     bad = run_script("threads", "show", "bad:thread", url=redis_url)
     assert bad.returncode == 1 and bad.stderr.startswith("Error: InvalidIdError")
+
+
+@pytest.fixture
+def bare_redis(tmp_path: Path) -> Iterator[str]:
+    """Debian's redis-server as a bare install runs it: no ACL file, no password."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(["/usr/bin/redis-server", "--port", str(port), "--bind",
+                                "127.0.0.1", "--save", "", "--dir", str(tmp_path)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        LocalCluster._wait(lambda: _answers(port), f"redis-server on {port}", timeout=30)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def _answers(port: int) -> bool:
+    try:
+        return bool(redis.Redis(port=port, socket_timeout=1).ping())
+    except redis.ConnectionError:
+        return False
+
+
+def test_users_on_a_server_without_an_acl_file_say_they_will_not_survive(
+        bare_redis: str, tmp_path: Path) -> None:
+    plain_redis = bare_redis
+    short = tmp_path / "short.txt"
+    short.write_text("short\n")
+    refused = run_script("users", "add", "tmpuser", "--role", "reader", "--namespace", "x",
+                         "--password-file", str(short), "--url", plain_redis)
+    assert refused.returncode == 1 and "at least 12 characters" in refused.stderr
+    added = run_script("users", "add", "tmpuser", "--role", "reader", "--namespace", "x",
+                       "--url", plain_redis, "--json")
+    try:
+        assert added.returncode == 0, added.stderr
+        assert json.loads(added.stdout)["saved_to_file"] is False
+        assert "no ACL file" in added.stderr and "gone after a restart" in added.stderr
+        rotated = run_script("users", "rotate-password", "tmpuser", "--password-file",
+                             str(short), "--url", plain_redis)
+        assert rotated.returncode == 1 and "at least 12 characters" in rotated.stderr
+        listed = run_script("users", "list", "--url", plain_redis)
+        assert listed.returncode == 0, listed.stderr
+        header, *rows = listed.stdout.splitlines()
+        assert header.split() == ["USER", "ROLE", "NAMESPACE", "SCOPES", "ENABLED"]
+        assert any(row.split()[:3] == ["tmpuser", "reader", "x"] for row in rows)
+        assert all(len(row) < 200 for row in rows)  # no raw ACL rules on one line
+    finally:
+        run_script("users", "remove", "tmpuser", "--url", plain_redis)

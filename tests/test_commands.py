@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import click
 import pytest
@@ -21,7 +22,9 @@ from redismem.cli import main
 from .test_cli import run_script
 from .test_transfer import seed
 
-UNREACHABLE = "redis://127.0.0.1:1/0"
+UNREACHABLE = "redis://someone:not-to-be-printed@127.0.0.1:1/0"
+PRINTS_URL = {("up",), ("status",), ("version",)}
+"""Commands whose output names the server's URL."""
 
 
 def leaf_commands(group: click.Group = main, path: tuple[str, ...] = ()
@@ -118,7 +121,8 @@ def cases(ns: str, tmp: Path) -> dict[tuple[str, ...], tuple[list[str], Callable
                                        lambda out: len(json.loads(out)["password"]) >= 32),
         ("users", "remove"): (["cliuser", "--json"],
                               lambda out: json.loads(out) == {"user": "cliuser",
-                                                              "removed": True}),
+                                                              "removed": True,
+                                                              "saved_to_file": True}),
         ("demo",): (["--namespace", f"{ns}-demo", "--json"],
                     lambda out: json.loads(out)["revision"] == 3),
     }
@@ -128,11 +132,22 @@ def test_every_command_works_through_the_console_script(redis_url: str, seeded: 
                                                         tmp_path: Path) -> None:
     table = cases(seeded, tmp_path)
     assert set(table) == {path for path, _ in leaf_commands()}, "a command without a case"
+    secret = urlsplit(redis_url).password
+    assert secret
+    printed: dict[tuple[str, ...], str] = {}
     for path, (args, check) in table.items():  # in order: up before down, set before get
         url = None if path in (("up",), ("down",)) else redis_url
         done = run_script(*path, *args, url=url)
         assert done.returncode == 0, (path, done.stderr)
         assert check(done.stdout), (path, done.stdout)
+        printed[path] = done.stdout + done.stderr
+        if path in PRINTS_URL:  # and once more as text
+            text = run_script(*path, *[a for a in args if a != "--json"], url=url)
+            printed[path] += text.stdout + text.stderr
+    # the password a command was given is never printed, in text or JSON; nor
+    # that of the server `up` started
+    embedded = (tmp_path / "d" / "password").read_text().strip()
+    assert [path for path, out in printed.items() if secret in out or embedded in out] == []
 
 
 def test_every_command_fails_in_one_line(redis_url: str, tmp_path: Path) -> None:
@@ -173,3 +188,4 @@ def test_every_command_fails_in_one_line(redis_url: str, tmp_path: Path) -> None
         assert len(lines) == 1 and lines[0].startswith("Error: "), (path, result.stderr)
         assert expected in lines[0], (path, lines[0])
         assert "Traceback" not in result.stderr and result.stdout == "", path
+        assert "not-to-be-printed" not in result.stderr, path

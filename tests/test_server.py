@@ -171,13 +171,13 @@ async def test_users_made_on_the_embedded_server_outlive_a_restart(tmp_path: Pat
     state = EmbeddedServer(data).start()
     try:
         admin = await open_client(state.url)
-        await users.add_user(admin, "alice", acl.Role("writer", "team"), password="alice-pw")
+        await users.add_user(admin, "alice", acl.Role("writer", "team"), password="alice-pw-01234")
         await admin.aclose()
         assert "alice" in (data / "users.acl").read_text()  # ACL SAVE
         assert (data / "users.acl").stat().st_mode & 0o777 == 0o600
         EmbeddedServer(data).stop()
         state = EmbeddedServer(data).start()
-        alice = redis.Redis(port=state.port, username="alice", password="alice-pw")
+        alice = redis.Redis(port=state.port, username="alice", password="alice-pw-01234")
         assert alice.client_info()["user"] == "alice"
         alice.close()
         anonymous = server._client(state.port, None)  # the default user still needs the password

@@ -78,9 +78,9 @@ async def test_rediss_with_a_ca_and_client_certificates(tls_server: dict[str, st
         await mem.session("s").set("k", {"over": "tls"})
         await mem.session("s").set_vector("v", [1.0, 0.0])
         assert [h.key for h in await mem.session("s").similarity_search([1.0, 0.0])] == ["v"]
-    await users.add_user(admin, "alice", acl.Role("writer", "tls"), password="alice-pw")
+    await users.add_user(admin, "alice", acl.Role("writer", "tls"), password="alice-pw-01234")
     await admin.aclose()
-    alice = f"rediss://alice:alice-pw@127.0.0.1:{port}/0?{tls_server['query']}"
+    alice = f"rediss://alice:alice-pw-01234@127.0.0.1:{port}/0?{tls_server['query']}"
     async with await redismem.connect(alice, namespace="tls") as mem:
         assert mem.principal == "alice"
         assert await mem.session("s").set("k", 2) == 2

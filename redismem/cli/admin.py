@@ -17,7 +17,14 @@ from .. import keys as K
 from .. import server, stats, users
 from .._validate import check_id
 from ..acl import NAMESPACE_ROLES, ROLES, Role
-from ..client import MEMORY_URL, detect_capabilities, eviction_policy, open_client, resolve_url
+from ..client import (
+    MEMORY_URL,
+    detect_capabilities,
+    eviction_policy,
+    open_client,
+    redact,
+    resolve_url,
+)
 from ..errors import RedisMemError
 from ..functions import Functions
 from ..library import ServerLibrary, bundled, lowest_library, server_library
@@ -43,13 +50,16 @@ from .base import (
 @json_option
 def up(data_dir: str | None, appendfsync: Any, as_json: bool) -> None:
     """Start the embedded server (or report the one running)."""
+    embedded = server.EmbeddedServer(data_dir, appendfsync=appendfsync)
     try:
-        state = server.EmbeddedServer(data_dir, appendfsync=appendfsync).start()
+        state = embedded.start()
     except (RedisMemError, OSError) as exc:
         raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
-    emit({"url": state.url, "pid": state.pid, "appendfsync": state.appendfsync}, as_json,
-          lambda d: f"redismem server at {d['url']} (pid {d['pid']}, "
-                    f"appendfsync {d['appendfsync']})")
+    emit({"url": redact(state.url), "password_file": str(embedded.password_file.resolve()),
+          "pid": state.pid, "appendfsync": state.appendfsync}, as_json,
+         lambda d: f"redismem server at {d['url']} (pid {d['pid']}, appendfsync "
+                   f"{d['appendfsync']}); its password is in {d['password_file']}, and "
+                   "connect() and these commands find it there")
 
 
 @main.command()
@@ -185,7 +195,7 @@ def status(url: str | None, namespace: str | None, as_json: bool) -> None:
                 listed = await users.list_users(client)
                 for figures in found:
                     figures["users"] = users.reaching(listed, figures["namespace"])
-            return {"url": resolved, "backend": caps.backend,
+            return {"url": redact(resolved), "backend": caps.backend,
                     "server_version": caps.server_version, "maxmemory_policy": policy,
                     "acl_users": acl_users,
                     "modules": {"search": caps.search, "json": caps.json},
@@ -252,6 +262,13 @@ def _password_option(fn: Callable[..., Any]) -> Callable[..., Any]:
                              "generate one and print it once).")(fn)
 
 
+def _emit_saved(data: dict[str, Any], as_json: bool, text: Callable[[Any], str]) -> None:
+    """``emit``, then a warning on stderr when the users are not saved to a file."""
+    emit(data, as_json, text)
+    if not data["saved_to_file"]:
+        click.echo(f"warning: {users.NOT_SAVED}", err=True)
+
+
 def _read_password(path: str | None) -> str | None:
     return None if path is None else users.read_password(Path(path).read_text())
 
@@ -292,9 +309,9 @@ def users_add(url: str | None, name: str, role: str, namespace: str | None,
         async with _admin_client(url) as client:
             made = await users.add_user(client, name, spec,
                                         password=_read_password(password_file))
-            return made.public()
+            return {**made.public(), "saved_to_file": await users.saved_to_file(client)}
 
-    emit(run_sync(run()), as_json, _credential_text)
+    _emit_saved(run_sync(run()), as_json, _credential_text)
 
 
 @users_group.command("list")
@@ -308,10 +325,14 @@ def users_list(url: str | None, as_json: bool) -> None:
             return await users.list_users(client)
 
     def text(found: list[dict[str, Any]]) -> str:
-        return "\n".join(
-            f"{u['user']}: {u['role'] or 'not made by redismem'}"
-            + (f" in {u['namespace']}" if u["namespace"] else "")
-            + f"  [{' '.join(u['rules'])}]" for u in found)
+        rows = [("USER", "ROLE", "NAMESPACE", "SCOPES", "ENABLED")] + [
+            (u["user"], u["role"] or "(not made by redismem)", u["namespace"] or "-",
+             " ".join([*(f"session:{s}" for s in u["sessions"]),
+                       *(f"workflow:{w}" for w in u["workflows"])]) or "-",
+             "yes" if "on" in u["rules"] else "no") for u in found]
+        widths = [max(len(row[i]) for row in rows) for i in range(4)]
+        return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False))
+                         + "  " + row[4] for row in rows) + "\n(--json shows each user's ACL rules)"
 
     emit(run_sync(run()), as_json, text)
 
@@ -325,10 +346,11 @@ def users_remove(url: str | None, name: str, as_json: bool) -> None:
 
     async def run() -> dict[str, Any]:
         async with _admin_client(url) as client:
-            return {"user": name, "removed": await users.remove_user(client, name)}
+            return {"user": name, "removed": await users.remove_user(client, name),
+                    "saved_to_file": await users.saved_to_file(client)}
 
-    emit(run_sync(run()), as_json,
-          lambda d: f"removed {d['user']}" if d["removed"] else f"no user {d['user']}")
+    _emit_saved(run_sync(run()), as_json,
+                lambda d: f"removed {d['user']}" if d["removed"] else f"no user {d['user']}")
 
 
 @users_group.command("rotate-password")
@@ -343,9 +365,10 @@ def users_rotate(url: str | None, name: str, password_file: str | None, as_json:
         async with _admin_client(url) as client:
             new = await users.rotate_password(client, name,
                                               password=_read_password(password_file))
-            return {"user": name, **({"password": new} if new else {})}
+            return {"user": name, **({"password": new} if new else {}),
+                    "saved_to_file": await users.saved_to_file(client)}
 
-    emit(run_sync(run()), as_json,
+    _emit_saved(run_sync(run()), as_json,
           lambda d: f"new password for {d['user']}"
           + (f" (shown once): {d['password']}" if "password" in d else " set"))
 

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import click
 import redis
 
-from ..client import open_client
+from ..client import open_client, redact
 from ..errors import RedisMemError
 from ..library import bundled, server_version
 from ..memory import Memory, connect
@@ -167,7 +167,7 @@ def print_version(url: str | None, as_json: bool) -> None:
             finally:
                 await client.aclose()
 
-        data["url"], data["server_library_version"] = url, run_sync(loaded())
+        data["url"], data["server_library_version"] = redact(url), run_sync(loaded())
     emit(data, as_json, lambda d: f"redismem {d['redismem']}, Lua library version "
                                   f"{d['library_version']}" + (
                                       f"; {d['url']} runs library version "
