@@ -27,7 +27,7 @@ from redis.commands.policies import (
     AsyncPolicyResolver,
     AsyncStaticPolicyResolver,
 )
-from redis.exceptions import ResponseError
+from redis.exceptions import AuthenticationError, ResponseError
 
 from . import _validate as check
 from . import server
@@ -206,11 +206,14 @@ async def open_client(url: str, *, cluster_timeout: float = CLUSTER_TIMEOUT) -> 
         return await _ready(_cluster_client(url, scheme, cluster_timeout))
     client = Redis.from_url(url, max_connections=MAX_CONNECTIONS, retry=retry(),
                             socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=SOCKET_TIMEOUT)
+    where = urlsplit(url).netloc.rpartition("@")[2] or url.split("://", 1)[1]
     try:
         clustered = scheme in ("redis", "rediss") and await _cluster_enabled(client)
+    except AuthenticationError as exc:
+        await client.aclose()
+        raise refused_login(exc, urlsplit(url).username, where) from None
     except LOST as exc:
         await client.aclose()
-        where = urlsplit(url).netloc.rpartition("@")[2] or url.split("://", 1)[1]
         raise UnavailableError(f"the server at {where} did not answer ({exc})",
                                node=where) from exc
     if clustered:
@@ -218,6 +221,22 @@ async def open_client(url: str, *, cluster_timeout: float = CLUSTER_TIMEOUT) -> 
         return await _ready(_cluster_client(f"{scheme}+cluster://{url.split('://', 1)[1]}",
                                             f"{scheme}+cluster", cluster_timeout))
     return client
+
+
+def refused_login(exc: AuthenticationError, user: str | None, where: str
+                  ) -> PermissionDeniedError:
+    """Our error for a login the server refused, naming the user and what to
+    check, never the password."""
+    text = str(exc)
+    if "NOAUTH" in text or "already authenticated" in text or "Authentication required" in text:
+        return PermissionDeniedError(
+            f"the server at {where} requires a password and the URL gives none: put "
+            "user:password@ in the URL (REDISMEM_URL); the embedded server's is in "
+            "<data-dir>/password")
+    return PermissionDeniedError(
+        f"the server at {where} refused user {user or 'default'!r}: its password is wrong, or "
+        "the user is disabled or does not exist. Check the user and password in the URL "
+        "(REDISMEM_URL); an operator can list the users (redismem users list)")
 
 
 async def _ready(cluster: Redis) -> Redis:
@@ -228,6 +247,11 @@ async def _ready(cluster: Redis) -> Redis:
     try:
         await persistently(client.initialize, timeout=client.cluster_timeout,
                            what=lambda exc: ("reading the cluster's slot map", None, None))
+    except AuthenticationError as exc:
+        await client.aclose()
+        node = client.get_default_node()
+        raise refused_login(exc, client.get_connection_kwargs().get("username"),
+                            node.name if node else "the cluster") from None
     except BaseException:
         await client.aclose()
         raise

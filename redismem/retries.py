@@ -15,6 +15,7 @@ from typing import TypeVar
 from redis.asyncio.retry import Retry
 from redis.backoff import EqualJitterBackoff
 from redis.exceptions import (
+    AuthenticationError,
     ClusterDownError,
     ClusterError,
     RedisClusterUnreachableError,
@@ -44,8 +45,15 @@ def backoff() -> EqualJitterBackoff:
 
 
 def retry() -> Retry:
-    """redis-py's retry policy for a standalone client."""
-    return Retry(backoff(), RETRIES)
+    """redis-py's retry policy for a standalone client (a refused login is
+    not retried)."""
+    return Retry(backoff(), RETRIES, is_retryable=_not_a_refused_login)
+
+
+def _not_a_refused_login(exc: Exception) -> bool:
+    """redis-py's AuthenticationError is a ConnectionError, but a refused
+    login is final: sending it again made a wrong password take 10 s."""
+    return not isinstance(exc, AuthenticationError)
 
 
 LOST = (RedisConnectionError, RedisTimeoutError, ClusterDownError, SlotNotCoveredError,
@@ -91,6 +99,8 @@ async def persistently(attempt: Callable[[], Awaitable[T]], *,
     while True:
         try:
             return await attempt()
+        except AuthenticationError:
+            raise  # a refused login: final
         except LOST as exc:
             last: BaseException = exc
         except ClusterError as exc:

@@ -20,6 +20,7 @@ from click.testing import CliRunner
 import redismem
 from redismem import library
 from redismem.cli import main
+from redismem.server import ServerState
 
 from .cluster import LocalCluster
 
@@ -279,3 +280,29 @@ def test_users_on_a_server_without_an_acl_file_say_they_will_not_survive(
         assert all(len(row) < 200 for row in rows)  # no raw ACL rules on one line
     finally:
         run_script("users", "remove", "tmpuser", "--url", plain_redis)
+
+
+@pytest.mark.parametrize(("auth", "says", "error"), [
+    ("default:wrong-password@", "refused user 'default'", "WRONGPASS"),
+    ("", "requires a password", "NOAUTH"),
+])
+async def test_a_refused_login_fails_at_once_naming_the_user(
+        redis_server: ServerState, auth: str, says: str, error: str) -> None:
+    """An authentication error is final: not retried (the retries took
+    10 s), a redismem error that says which user and what to check, and no
+    password shown. The server counts the refusals: one per attempt."""
+    url = f"redis://{auth}127.0.0.1:{redis_server.port}/0"
+    admin = redis.Redis(port=redis_server.port, password=redis_server.password)
+
+    def refusals() -> int:
+        return int(admin.info("errorstats").get(f"errorstat_{error}", {}).get("count", 0))
+
+    before = refusals()
+    with pytest.raises(redismem.PermissionDeniedError, match=says) as info:
+        await redismem.connect(url)
+    assert "wrong-password" not in str(info.value)
+    failed = run_script("get", "--url", url, "k")
+    assert failed.returncode == 1 and says in failed.stderr
+    assert "wrong-password" not in failed.stderr
+    assert refusals() - before == 2  # one attempt each, no retries
+    admin.close()
