@@ -32,6 +32,7 @@ from .transfer import (
     memory_problem,
     survey,
 )
+from .users import open_doors
 
 
 def _now_ms(time: tuple[int, int]) -> int:
@@ -233,8 +234,13 @@ async def _feed_state(client: Any, ns: str) -> AsyncIterator[Finding]:
 
 async def audit(mem: Memory) -> AsyncIterator[Finding]:
     """Every value, vector, feed entry and thread event of ``mem``'s
-    namespace that the library did not write (what a raw command left)."""
+    namespace that the library did not write (what a raw command left);
+    first, each node that serves clients giving no password, which could
+    write anything."""
     client, ns = mem.client, mem.namespace
+    if mem.capabilities.backend == "redis":
+        for door in await open_doors(client):
+            yield Finding(door.node, door.problem())
     broken: set[str] = set()
     async for finding in _key_types(client, ns):
         broken.add(finding.key)

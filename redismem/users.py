@@ -18,12 +18,16 @@ from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from redis.asyncio import Redis
+from redis.asyncio import ConnectionPool, Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import AuthenticationError, ResponseError
 
 from . import _validate as check
 from .acl import Role, rules
 from .client import detect_capabilities
 from .errors import InvalidArgumentError
+from .retries import LOST
 from .topology import cluster_nodes, is_cluster, node_client
 
 REGISTRY = "rm:acl:users"
@@ -225,3 +229,113 @@ def reaching(users: list[dict[str, Any]], ns: str) -> list[str]:
                 "~*" in u["rules"] or "allkeys" in u["rules"]):
             out.append(f"{u['user']} (all keys)")
     return out
+
+
+LOCK_DEFAULT = "redismem users lock-default"
+"""The command that closes a server to clients that give no password."""
+
+
+@dataclass(frozen=True)
+class OpenDoor:
+    """A node that serves clients giving no password (they are its
+    ``default`` user, left ``nopass``), and what they reach."""
+
+    node: str
+    reach: str
+    """``default``'s rights in words ("every key and command"), or
+    "rights unknown" when this user may not read them."""
+
+    def problem(self) -> str:
+        return (f"serves any client that connects, with no password: it is the default user "
+                f"({self.reach}); close it: {LOCK_DEFAULT} (after adding an operator)")
+
+    def warning(self) -> str:
+        return f"{self.node} {self.problem()}"
+
+
+def _words(getuser: Any) -> str:
+    """``ACL GETUSER default``'s reply (a map, or RESP2's flat list) in words."""
+    pairs = getuser.items() if isinstance(getuser, dict) else zip(
+        getuser[::2], getuser[1::2], strict=False)
+    fields = {(k.decode() if isinstance(k, bytes) else str(k)):
+              (v.decode() if isinstance(v, bytes) else str(v)) for k, v in pairs}
+    commands, keys = fields.get("commands", ""), fields.get("keys", "")
+    if commands.startswith("+@all") and keys in ("~*", "allkeys"):
+        return "every key and command"
+    return f"commands {commands or 'none'} on keys {keys or 'none'}"
+
+
+def _anonymous(node: Redis) -> Redis:
+    """A client to ``node``'s server with no credentials, no retries."""
+    pool = node.connection_pool
+    options = {**pool.connection_kwargs, "username": None, "password": None,
+               "credential_provider": None, "retry": Retry(NoBackoff(), 0)}
+    return Redis(connection_pool=ConnectionPool(connection_class=pool.connection_class,
+                                                **options))
+
+
+async def open_doors(client: Redis) -> list[OpenDoor]:
+    """The server's nodes that serve a client giving no password: it
+    connects, sends PING, and is answered (not ``NOAUTH``)."""
+    found = []
+    async with _nodes(client) as nodes:
+        for node in nodes:
+            options = node.connection_pool.connection_kwargs
+            address = f"{options.get('host', 'localhost')}:{options.get('port', 6379)}"
+            stranger = _anonymous(node)
+            try:
+                await stranger.ping()
+                # what the stranger may do; else what this user may read of it
+                found.append(OpenDoor(address, await _reach(stranger) or await _reach(node)
+                                      or "rights unknown"))
+            except (AuthenticationError, *LOST):
+                continue
+            except ResponseError as exc:
+                if "NOAUTH" not in str(exc):
+                    raise
+            finally:
+                await stranger.aclose()
+                await stranger.connection_pool.disconnect()
+    return found
+
+
+async def _reach(node: Redis) -> str | None:
+    """``default``'s rights in words, or None when ``node``'s user may not read them."""
+    try:
+        reply = await node.execute_command("ACL", "GETUSER", "default")  # type: ignore[no-untyped-call]
+    except ResponseError:  # ACL not permitted to this user
+        return None
+    return _words(reply) if reply else None
+
+
+async def lock_default(client: Redis) -> bool:
+    """Close the server to clients that give no password: the ``default``
+    user is turned off, with no password, keys or commands (on a cluster,
+    on every node). False when it was closed already.
+
+    Raises:
+        InvalidArgumentError: no enabled operator would be left to manage
+            the server, or a cluster's replicas log in as ``default``.
+    """
+    if not await open_doors(client):
+        return False
+    operators = [u["user"] for u in await list_users(client)
+                 if u["role"] == "operator" and "on" in u["rules"]]
+    if not operators:
+        raise InvalidArgumentError(
+            "no enabled operator user: locking the default user would leave nobody to "
+            "manage users. Add one first (redismem users add ops --role operator) and "
+            "connect as it")
+    async with _nodes(client) as nodes:
+        for node in nodes:
+            primary_auth = await node.config_get("masterauth")
+            replica_user = (await node.config_get("masteruser")).get("masteruser")
+            if primary_auth.get("masterauth") and replica_user in (None, "", "default"):
+                raise InvalidArgumentError(
+                    "this server's replicas log in to their primary as the default user "
+                    "(masterauth is set, masteruser is not): give them a user of their own "
+                    "(masteruser, masterauth) before locking the default user")
+    await _everywhere(client, "ACL", "SETUSER", "default", "off", "resetpass", "resetkeys",
+                      "resetchannels", "-@all")
+    await _save(client)
+    return True

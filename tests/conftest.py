@@ -25,6 +25,7 @@ from redismem.library import bundled
 from redismem.server import EmbeddedServer, ServerState
 
 from .cluster import LocalCluster
+from .helpers import BareRedis
 
 # Generated tests draw the same examples on every run, so CI is green or red
 # for the code, not for the luck of a draw. HYPOTHESIS_PROFILE=explore draws
@@ -125,6 +126,16 @@ def plain_redis(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str
     state = server.start()
     yield state.url
     server.stop()
+
+
+@pytest.fixture
+def bare_redis(tmp_path: Path) -> Iterator[str]:
+    """Debian's redis-server as a bare install runs it: no ACL file, no password."""
+    server = BareRedis(tmp_path, "--save", "").start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="module", params=["redis", "memory"])

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import time
 from pathlib import Path
+
+import redis
 
 import redismem
 from redismem import keys as K
@@ -10,6 +15,50 @@ from redismem.client import open_client
 from redismem.topology import on_namespace_node
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+class BareRedis:
+    """Debian's redis-server as a bare install runs it: the default user
+    with no password, RDB saves (one on SIGTERM), ``args`` added; it can be
+    stopped and started again on the same port and directory."""
+
+    def __init__(self, directory: Path, *args: str) -> None:
+        self.directory, self.args = directory, args
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = int(probe.getsockname()[1])
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> BareRedis:
+        self.process = subprocess.Popen(
+            ["/usr/bin/redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+             "--dir", str(self.directory), *self.args],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while not self._answers():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"redis-server on {self.port} did not start")
+            time.sleep(0.05)
+        return self
+
+    def _answers(self) -> bool:
+        try:
+            with redis.Redis(port=self.port, socket_timeout=1) as client:
+                return bool(client.ping())
+        except redis.AuthenticationError:  # NOAUTH: up, and locked
+            return True
+        except redis.ConnectionError:
+            return False
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+            self.process = None
 
 
 async def snapshot(mem: redismem.Memory) -> dict[bytes, object]:

@@ -7,10 +7,8 @@ import asyncio
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,8 +19,6 @@ import redismem
 from redismem import library
 from redismem.cli import main
 from redismem.server import ServerState
-
-from .cluster import LocalCluster
 
 
 def run_script(*args: str, url: str | None = None, cwd: Path | None = None,
@@ -229,30 +225,6 @@ def test_thread_and_ltm_commands(redis_url: str, ns: str) -> None:
     assert [m["id"] for m in json.loads(out.output)] == ["m1"]
     bad = run_script("threads", "show", "bad:thread", url=redis_url)
     assert bad.returncode == 1 and bad.stderr.startswith("Error: InvalidIdError")
-
-
-@pytest.fixture
-def bare_redis(tmp_path: Path) -> Iterator[str]:
-    """Debian's redis-server as a bare install runs it: no ACL file, no password."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(["/usr/bin/redis-server", "--port", str(port), "--bind",
-                                "127.0.0.1", "--save", "", "--dir", str(tmp_path)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        LocalCluster._wait(lambda: _answers(port), f"redis-server on {port}", timeout=30)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-
-
-def _answers(port: int) -> bool:
-    try:
-        return bool(redis.Redis(port=port, socket_timeout=1).ping())
-    except redis.ConnectionError:
-        return False
 
 
 def test_users_on_a_server_without_an_acl_file_say_they_will_not_survive(

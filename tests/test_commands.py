@@ -123,6 +123,9 @@ def cases(ns: str, tmp: Path) -> dict[tuple[str, ...], tuple[list[str], Callable
                               lambda out: json.loads(out) == {"user": "cliuser",
                                                               "removed": True,
                                                               "saved_to_file": True}),
+        ("users", "lock-default"): (["--json"],  # its default user needs a password
+                                    lambda out: json.loads(out) == {"locked": False,
+                                                                    "saved_to_file": True}),
         ("demo",): (["--namespace", f"{ns}-demo", "--json"],
                     lambda out: json.loads(out)["revision"] == 3),
     }

@@ -98,7 +98,8 @@ async def test_load_functions_then_import_into_a_plain_redis(redis_url: str, ns:
 
 async def test_status_says_whether_access_control_is_on(redis_url: str) -> None:
     text = run_script("status", "--namespace", "none", url=redis_url).stdout
-    assert "access control: off (only the default user)" in text
+    assert "access control: off (only the default user, which needs a password)" in text
+    assert "warning" not in text
     client = await open_client(redis_url)
     try:
         await client.execute_command("ACL", "SETUSER", "reader-x", "on", ">pw-x", "~rm:{x}:*",

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -85,11 +86,14 @@ async def _acl_users(client: Any) -> list[str] | None:
 
 def _access_control(data: dict[str, Any]) -> str:
     users = data["acl_users"]
+    if data["open_to_anyone"]:
+        listed = "" if users is None else f", though it has {len(users)} ACL users"
+        return f"OPEN: any client that connects gets in with no password{listed}"
     if users is None:
         return ("off (memory://)" if data["backend"] == "memory"
                 else "unknown (ACL USERS is not permitted to this user)")
     if users == ["default"]:
-        return "off (only the default user)"
+        return "off (only the default user, which needs a password)"
     return f"on ({len(users)} ACL users: {', '.join(users)})"
 
 
@@ -110,6 +114,7 @@ def _status_text(data: dict[str, Any]) -> str:
              f"{data['bundled_library_version']}" + _library_trust(data),
              f"vector search: {data['vector_search']}"]
     lines.append(f"access control: {_access_control(data)}")
+    lines += [f"warning: {door}" for door in data["open_to_anyone"] or ()]
     if data["maxmemory_policy"] not in (None, "noeviction"):
         lines.append(f"warning: maxmemory-policy is {data['maxmemory_policy']}: the server may "
                      "evict memory (redismem needs noeviction)")
@@ -191,13 +196,15 @@ def status(url: str | None, namespace: str | None, as_json: bool) -> None:
                 found.append(figures)
             policy = await eviction_policy(client) if caps.backend == "redis" else None
             acl_users = await _acl_users(client) if caps.backend == "redis" else None
+            doors = ([d.warning() for d in await users.open_doors(client)]
+                     if caps.backend == "redis" else None)
             if acl_users is not None:
                 listed = await users.list_users(client)
                 for figures in found:
                     figures["users"] = users.reaching(listed, figures["namespace"])
             return {"url": redact(resolved), "backend": caps.backend,
                     "server_version": caps.server_version, "maxmemory_policy": policy,
-                    "acl_users": acl_users,
+                    "acl_users": acl_users, "open_to_anyone": doors,
                     "modules": {"search": caps.search, "json": caps.json},
                     "library_version": loaded, "bundled_library_version": bundled().version,
                     "library_digest": None if library is None else library.digest,
@@ -256,10 +263,41 @@ def users_group() -> None:
 
 
 def _password_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = click.option("--write-password", "write_to", type=click.Path(dir_okay=False),
+                      default=None,
+                      help="Generate the password into this new file (mode 0600) instead "
+                           "of printing it.")(fn)
     return click.option("--password-file", type=click.Path(dir_okay=False, exists=True),
                         default=None,
                         help="Read the password from this file's first line (default: "
                              "generate one and print it once).")(fn)
+
+
+@contextlib.contextmanager
+def _chosen_password(read_from: str | None, write_to: str | None) -> Iterator[str | None]:
+    """The password to give: read from ``--password-file``; or generated
+    into ``--write-password``'s new file, which is removed again when the
+    command fails; or None (generated, and printed once)."""
+    if read_from and write_to:
+        raise click.UsageError("give --password-file or --write-password, not both")
+    if write_to is None:
+        yield _read_password(read_from)
+        return
+    secret = users.new_password()
+    try:
+        fd = os.open(write_to, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise click.UsageError(f"{write_to} exists: --write-password makes a new file, "
+                               "it never replaces one") from None
+    except OSError as exc:
+        raise click.UsageError(f"cannot write {write_to}: {exc.strerror}") from None
+    with os.fdopen(fd, "w") as out:
+        out.write(secret + "\n")
+    try:
+        yield secret
+    except BaseException:
+        Path(write_to).unlink(missing_ok=True)
+        raise
 
 
 def _emit_saved(data: dict[str, Any], as_json: bool, text: Callable[[Any], str]) -> None:
@@ -298,20 +336,20 @@ def _credential_text(data: dict[str, Any]) -> str:
 @json_option
 def users_add(url: str | None, name: str, role: str, namespace: str | None,
               sessions: tuple[str, ...], workflows: tuple[str, ...],
-              password_file: str | None, as_json: bool) -> None:
+              password_file: str | None, write_to: str | None, as_json: bool) -> None:
     """Create ACL user NAME with a role; --json prints its exact ACL rules."""
     try:
         spec = Role(role, namespace, tuple(sessions), tuple(workflows))
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
 
-    async def run() -> dict[str, Any]:
+    async def run(password: str | None) -> dict[str, Any]:
         async with _admin_client(url) as client:
-            made = await users.add_user(client, name, spec,
-                                        password=_read_password(password_file))
+            made = await users.add_user(client, name, spec, password=password)
             return {**made.public(), "saved_to_file": await users.saved_to_file(client)}
 
-    _emit_saved(run_sync(run()), as_json, _credential_text)
+    with _chosen_password(password_file, write_to) as password:
+        _emit_saved(run_sync(run(password)), as_json, _credential_text)
 
 
 @users_group.command("list")
@@ -358,19 +396,39 @@ def users_remove(url: str | None, name: str, as_json: bool) -> None:
 @click.argument("name")
 @_password_option
 @json_option
-def users_rotate(url: str | None, name: str, password_file: str | None, as_json: bool) -> None:
+def users_rotate(url: str | None, name: str, password_file: str | None, write_to: str | None,
+                 as_json: bool) -> None:
     """Give NAME a new password; the old one stops working at once."""
 
-    async def run() -> dict[str, Any]:
+    async def run(password: str | None) -> dict[str, Any]:
         async with _admin_client(url) as client:
-            new = await users.rotate_password(client, name,
-                                              password=_read_password(password_file))
+            new = await users.rotate_password(client, name, password=password)
             return {"user": name, **({"password": new} if new else {}),
                     "saved_to_file": await users.saved_to_file(client)}
 
+    with _chosen_password(password_file, write_to) as password:
+        _emit_saved(run_sync(run(password)), as_json,
+                    lambda d: f"new password for {d['user']}"
+                    + (f" (shown once): {d['password']}" if "password" in d else " set"))
+
+
+@users_group.command("lock-default")
+@url_option
+@json_option
+def users_lock_default(url: str | None, as_json: bool) -> None:
+    """Close the server to clients that give no password: turn the default
+    user off, with no password, keys or commands. Needs an enabled
+    operator user (connect as it from then on)."""
+
+    async def run() -> dict[str, Any]:
+        async with _admin_client(url) as client:
+            return {"locked": await users.lock_default(client),
+                    "saved_to_file": await users.saved_to_file(client)}
+
     _emit_saved(run_sync(run()), as_json,
-          lambda d: f"new password for {d['user']}"
-          + (f" (shown once): {d['password']}" if "password" in d else " set"))
+                lambda d: "locked the default user: a client must now log in as one of the "
+                "ACL users (an operator manages them)" if d["locked"] else
+                "the server already refuses clients that give no password: nothing to lock")
 
 
 @main.command("audit")
