@@ -7,16 +7,19 @@ proportion to the namespace's size: an operator's command, not a hot path.
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Sequence
+from typing import Any, TypeVar
 
 from redis.asyncio import Redis
-from redis.exceptions import ResponseError
+from redis.exceptions import NoPermissionError, ResponseError
 
 from . import keys as K
 from . import vectors as V
 from .topology import on_namespace_node
+
+T = TypeVar("T")
 
 _KINDS: tuple[K.Kind, ...] = ("value", "vector")
 
@@ -32,16 +35,35 @@ async def namespaces(client: Redis) -> list[str]:
     return sorted(ns for ns in found if ns is not None)
 
 
+async def _registered_scopes(client: Any, ns: str, kind: K.Kind) -> list[tuple[str, str]]:
+    """The scopes of one kind: by SCAN, or, for a user that may not SCAN
+    (every role but operator), from the namespace's scopes registry."""
+    try:
+        return [K.scope_of(ns, key) for key in await scan_keys(client, K.names_pattern(ns, kind))]
+    except NoPermissionError:
+        pass
+    found = set()
+    for member in await client.zrange(K.scopes(ns), 0, -1):
+        try:
+            tag, scope, sid = K.scope_entry(member.decode())
+        except ValueError:  # a raw write: `redismem audit` says
+            continue
+        if tag == K.kind_tag(kind):
+            found.add((scope, sid))
+    return sorted(found)
+
+
 async def _live_names(client: Any, ns: str, kind: K.Kind, now_ms: int) -> tuple[int, int]:
     """(live key names, scopes holding any) of one kind: names listed minus
     those whose expiry has passed but which no writer has pruned yet."""
-    scopes = [K.scope_of(ns, key) for key in await scan_keys(client, K.names_pattern(ns, kind))]
+    scopes = await _registered_scopes(client, ns, kind)
     pipe = client.pipeline(transaction=False)
     for scope, sid in scopes:
         pipe.zcard(K.names(ns, kind, scope, sid))
-        pipe.zcount(K.expiry(ns, kind, scope, sid), "-inf", f"({now_ms}")
+        # ZRANGEBYSCORE, not ZCOUNT: the commands every role may read
+        pipe.zrangebyscore(K.expiry(ns, kind, scope, sid), "-inf", f"({now_ms}")
     replies = await pipe.execute()
-    live = sum(replies[::2]) - sum(replies[1::2])
+    live = sum(replies[::2]) - sum(len(expired) for expired in replies[1::2])
     return live, sum(1 for listed in replies[::2] if listed)
 
 
@@ -50,6 +72,8 @@ async def _indexes(client: Any, ns: str) -> dict[str, dict[str, Any]]:
     where = on_namespace_node(client, ns)
     try:
         names = sorted(n.decode() for n in await client.execute_command("FT._LIST", **where))
+    except NoPermissionError:
+        raise
     except ResponseError:  # no search module
         return {}
     found = {}
@@ -81,40 +105,89 @@ async def _memory_used(client: Any, keys: Sequence[str]) -> int | None:
     return total
 
 
-async def namespace_stats(client: Redis, ns: str) -> dict[str, Any]:
-    """Counts, feed bounds, index sizes and memory used of namespace ``ns``."""
-    raw: Any = client
-    now_ms = time.time_ns() // 1_000_000
-    values, value_scopes = await _live_names(raw, ns, "value", now_ms)
-    vectors, vector_scopes = await _live_names(raw, ns, "vector", now_ms)
-    threads = [t.decode() for t in await raw.zrange(K.threads(ns), 0, -1)]
-    pipe = raw.pipeline(transaction=False)
+async def _threads(client: Any, ns: str) -> tuple[int, int]:
+    """(threads, their events)."""
+    threads = [t.decode() for t in await client.zrange(K.threads(ns), 0, -1)]
+    pipe = client.pipeline(transaction=False)
     for thread in threads:
         pipe.xlen(K.thread_events(ns, thread))
-    events = sum(await pipe.execute()) if threads else 0
-    users = [K.user_of(ns, key) for key in await scan_keys(raw, K.memories_pattern(ns))]
-    pipe = raw.pipeline(transaction=False)
+    return len(threads), (sum(await pipe.execute()) if threads else 0)
+
+
+async def _memories(client: Any, ns: str) -> int:
+    """Long-term memories of every user (by SCAN, or from the users registry)."""
+    try:
+        users = [K.user_of(ns, key) for key in await scan_keys(client, K.memories_pattern(ns))]
+    except NoPermissionError:
+        users = [u.decode() for u in await client.zrange(K.memory_users(ns), 0, -1)]
+    pipe = client.pipeline(transaction=False)
     for user in users:
         pipe.zcard(K.memories(ns, user))
-    memories = sum(await pipe.execute()) if users else 0
-    oldest = await raw.xrange(K.feed(ns), "-", "+", count=1)
-    keys = await scan_keys(raw, K.pattern(ns))
+    return int(sum(await pipe.execute())) if users else 0
+
+
+async def _feed(client: Any, ns: str) -> dict[str, Any]:
+    oldest = await client.xrange(K.feed(ns), "-", "+", count=1)
+    return {"length": int(await client.xlen(K.feed(ns))),
+            "oldest_sequence": int(oldest[0][0].split(b"-")[0]) if oldest else None,
+            "last_sequence": int(await client.get(K.sequence(ns)) or 0)}
+
+
+async def _keys_and_memory(client: Any, ns: str) -> tuple[int, int | None]:
+    keys = await scan_keys(client, K.pattern(ns))
+    return len(keys), await _memory_used(client, keys)
+
+
+PARTS = 8
+"""The parts of :func:`namespace_stats`, each read (or refused) alone."""
+
+_REFUSED_COMMAND = re.compile(r"to run the '([^']+)' command")
+
+
+def _refused(exc: NoPermissionError) -> str:
+    """What the server refused, in a few words: the command, or a key."""
+    found = _REFUSED_COMMAND.search(str(exc))
+    return found.group(1).upper() if found else "its keys"
+
+
+async def namespace_stats(client: Redis, ns: str) -> dict[str, Any]:
+    """Counts, feed bounds, index sizes and memory used of namespace ``ns``.
+
+    What this user may not read is None, and ``unreadable`` says what the
+    server refused, per part (a namespace role may not SCAN or list the
+    indexes; a worker reads neither the feed nor threads)."""
+    raw: Any = client
+    now_ms = time.time_ns() // 1_000_000
+    unreadable: dict[str, str] = {}
+
+    async def part(name: str, read: Awaitable[T]) -> T | None:
+        try:
+            return await read
+        except NoPermissionError as exc:
+            unreadable[name] = _refused(exc)
+            return None
+
+    values = await part("values", _live_names(raw, ns, "value", now_ms))
+    vectors = await part("vectors", _live_names(raw, ns, "vector", now_ms))
+    sessions = await part("sessions", raw.zcard(K.sessions(ns)))
+    threads = await part("threads", _threads(raw, ns))
+    memories = await part("long-term memories", _memories(raw, ns))
+    feed = await part("feed", _feed(raw, ns))
+    indexes = await part("indexes", _indexes(raw, ns))
+    keys = await part("keys and memory", _keys_and_memory(raw, ns))
     return {
         "namespace": ns,
-        "value_keys": values,
-        "value_scopes": value_scopes,
-        "vector_keys": vectors,
-        "vector_scopes": vector_scopes,
-        "sessions": int(await raw.zcard(K.sessions(ns))),
-        "threads": len(threads),
-        "thread_events": int(events),
-        "long_term_memories": int(memories),
-        "feed": {
-            "length": int(await raw.xlen(K.feed(ns))),
-            "oldest_sequence": int(oldest[0][0].split(b"-")[0]) if oldest else None,
-            "last_sequence": int(await raw.get(K.sequence(ns)) or 0),
-        },
-        "indexes": await _indexes(raw, ns),
-        "keys": len(keys),
-        "memory_bytes": await _memory_used(raw, keys),
+        "value_keys": values and values[0],
+        "value_scopes": values and values[1],
+        "vector_keys": vectors and vectors[0],
+        "vector_scopes": vectors and vectors[1],
+        "sessions": None if sessions is None else int(sessions),
+        "threads": threads and threads[0],
+        "thread_events": threads and int(threads[1]),
+        "long_term_memories": memories,
+        "feed": feed,
+        "indexes": indexes,
+        "keys": keys and keys[0],
+        "memory_bytes": keys and keys[1],
+        "unreadable": unreadable,
     }

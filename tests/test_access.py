@@ -7,6 +7,7 @@ Every path a role may take works; every other is refused by the server
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
@@ -538,3 +539,40 @@ async def test_an_admin_exports_and_imports_its_namespace_without_scan(
     async with redismem.RedisMemoryStore(world.url(W), namespace=world.a) as store:
         with pytest.raises(redismem.PermissionDeniedError):
             await restore.import_file(store, dump)
+
+
+@pytest.mark.parametrize("role", ["reader", "writer", "admin"])
+def test_status_shows_a_namespace_role_what_it_may_read(world: World, role: str) -> None:
+    """A role may not SCAN: status says so (exit 1) instead of failing on a
+    raw NoPermissionError, and with --namespace shows its namespace's
+    figures from the registries, naming what it may not read (exit 0)."""
+    user = world.names[role]
+    every = run_script("status", url=world.url(role))
+    assert every.returncode == 1, every.stderr
+    assert (f"namespaces: not listed: user {user} may not run SCAN (only an operator lists "
+            "every namespace): name one with --namespace NS") in every.stdout
+    assert "Traceback" not in every.stderr and "Error" not in every.stderr
+    own = run_script("status", "--namespace", world.a, "--json", url=world.url(role))
+    assert own.returncode == 0, own.stderr
+    figures = json.loads(own.stdout)["namespaces"][0]
+    assert figures["unreadable"] == {"indexes": "FT._LIST", "keys and memory": "SCAN"}
+    # the registries give the counts the operator's SCAN gives
+    full = json.loads(run_script("status", "--namespace", world.a, "--json",
+                                 url=world.state.url).stdout)["namespaces"][0]
+    counted = ("value_keys", "value_scopes", "vector_keys", "vector_scopes", "sessions",
+               "threads", "thread_events", "long_term_memories")
+    assert {k: figures[k] for k in counted} == {k: full[k] for k in counted}
+    assert figures["value_keys"] >= 7 and figures["vector_keys"] >= 2
+    assert figures["feed"]["last_sequence"] <= full["feed"]["last_sequence"]
+    text = run_script("status", "--namespace", world.a, url=world.url(role)).stdout
+    assert f"  {figures['value_keys']} values in {figures['value_scopes']} scopes, " in text
+    assert (f"  not readable by {user}: indexes (FT._LIST), keys and memory (SCAN)") in text
+    other = run_script("status", "--namespace", world.b, url=world.url(role))
+    assert other.returncode == 1
+    assert f"namespace {world.b}: cannot be read: user {user} may read none" in other.stdout
+
+
+def test_status_tells_a_worker_what_it_reads(world: World) -> None:
+    done = run_script("status", "--namespace", world.a, url=world.url("worker"))
+    assert done.returncode == 1
+    assert "a worker reads only its granted scopes" in done.stdout

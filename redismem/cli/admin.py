@@ -20,6 +20,7 @@ from .._validate import check_id
 from ..acl import NAMESPACE_ROLES, ROLES, Role
 from ..client import (
     MEMORY_URL,
+    authenticated_user,
     detect_capabilities,
     eviction_policy,
     open_client,
@@ -106,6 +107,30 @@ def _library_trust(data: dict[str, Any]) -> str:
             f"{data['bundled_library_digest']}; restore it with load-functions --force)")
 
 
+def _namespace_lines(n: dict[str, Any]) -> list[str]:
+    """The figures of one namespace this user could read."""
+    lines = []
+    if n["value_keys"] is not None and n["vector_keys"] is not None:
+        lines.append(f"  {n['value_keys']} values in {n['value_scopes']} scopes, "
+                     f"{n['vector_keys']} vectors in {n['vector_scopes']} scopes"
+                     + ("" if n["sessions"] is None else f", {n['sessions']} sessions"))
+    if n["threads"] is not None:
+        lines.append(f"  {n['threads']} threads ({n['thread_events']} events)"
+                     + ("" if n["long_term_memories"] is None
+                        else f", {n['long_term_memories']} long-term memories"))
+    feed = n["feed"]
+    if feed is not None:
+        span = (f"sequences {feed['oldest_sequence']}..{feed['last_sequence']}"
+                if feed["oldest_sequence"] else f"last sequence {feed['last_sequence']}")
+        lines.append(f"  feed: {feed['length']} events, {span}")
+    if n["keys"] is not None:
+        used = "unknown" if n["memory_bytes"] is None else f"{n['memory_bytes']:,} bytes"
+        lines.append(f"  memory: {n['keys']} keys, {used}")
+    lines += [f"  index {name}: {i['docs']} docs, {i['vector_mb']} MB vectors, "
+              f"{i['index_mb']} MB other" for name, i in (n["indexes"] or {}).items()]
+    return lines
+
+
 def _status_text(data: dict[str, Any]) -> str:
     modules = [name for name, on in data["modules"].items() if on]
     lines = [f"server: {data['url']} ({data['backend']} {data['server_version']}; modules: "
@@ -133,27 +158,20 @@ def _status_text(data: dict[str, Any]) -> str:
                               else " ALTERED"))
             lines.append(f"  {n['node']} {n['role']}{'' if n['healthy'] else ' (failing)'}, "
                          f"{where}{library}")
-    if not data["namespaces"]:
+    if data["namespaces_unlisted"]:
+        lines.append(f"namespaces: not listed: {data['namespaces_unlisted']}")
+    elif not data["namespaces"]:
         lines.append("no namespaces")
     for n in data["namespaces"]:
         if "error" in n:
             lines.append(f"namespace {n['namespace']}: cannot be read: {n['error']}")
             continue
-        feed = n["feed"]
-        span = (f"sequences {feed['oldest_sequence']}..{feed['last_sequence']}"
-                if feed["oldest_sequence"] else f"last sequence {feed['last_sequence']}")
-        used = "unknown" if n["memory_bytes"] is None else f"{n['memory_bytes']:,} bytes"
-        lines += [f"namespace {n['namespace']}" + (f" (on {n['node']})" if "node" in n else "")
-                  + ":",
-                  f"  {n['value_keys']} values in {n['value_scopes']} scopes, "
-                  f"{n['vector_keys']} vectors in {n['vector_scopes']} scopes, "
-                  f"{n['sessions']} sessions",
-                  f"  {n['threads']} threads ({n['thread_events']} events), "
-                  f"{n['long_term_memories']} long-term memories",
-                  f"  feed: {feed['length']} events, {span}",
-                  f"  memory: {n['keys']} keys, {used}"]
-        lines += [f"  index {name}: {i['docs']} docs, {i['vector_mb']} MB vectors, "
-                  f"{i['index_mb']} MB other" for name, i in n["indexes"].items()]
+        lines.append(f"namespace {n['namespace']}" + (f" (on {n['node']})" if "node" in n
+                                                       else "") + ":")
+        lines += _namespace_lines(n)
+        if n["unreadable"]:
+            lines.append(f"  not readable by {data['user']}: " + ", ".join(
+                f"{part} ({refused})" for part, refused in n["unreadable"].items()))
         if "users" in n:
             lines.append(f"  reached by: {', '.join(n['users']) or 'no user'}")
     return "\n".join(lines)
@@ -166,7 +184,10 @@ def _status_text(data: dict[str, Any]) -> str:
 @json_option
 def status(url: str | None, namespace: str | None, as_json: bool) -> None:
     """Server, modules, library version, capabilities and, per namespace,
-    keys, threads, feed, indexes and memory used. Only reads (loads nothing)."""
+    keys, threads, feed, indexes and memory used. Only reads (loads nothing).
+    A namespace role sees what it may read, and what it may not is named;
+    exit code 1 when this user may not list the namespaces (only an
+    operator may) or read the one named."""
 
     async def run() -> dict[str, Any]:
         resolved = await resolve_url(url)
@@ -179,17 +200,32 @@ def status(url: str | None, namespace: str | None, as_json: bool) -> None:
             loaded = None if library is None else library.version
             caps = await detect_capabilities(
                 client, "memory" if resolved.startswith(MEMORY_URL) else "redis", loaded or 0)
-            names = ([check_id("namespace", namespace)] if namespace
-                     else await stats.namespaces(client))
+            user = (await authenticated_user(client) if caps.backend == "redis"
+                    else "default")
+            unlisted = None
+            try:
+                names = ([check_id("namespace", namespace)] if namespace
+                         else await stats.namespaces(client))
+            except redis.exceptions.NoPermissionError:
+                names, unlisted = [], (f"user {user} may not run SCAN (only an operator "
+                                       "lists every namespace): name one with --namespace NS")
             found: list[dict[str, Any]] = []
             for ns in names:
                 try:
                     figures = await stats.namespace_stats(client, ns)
+                    if len(figures["unreadable"]) == stats.PARTS:
+                        raise redis.exceptions.NoPermissionError(
+                            ", ".join(sorted(set(figures["unreadable"].values()))))
                     figures["settings"] = (await Functions(client).get_config(ns)
                                            if loaded else None)
                     if nodes is not None:
                         owner = cast(Any, client).get_node_from_key(K.feed(ns))
                         figures["node"] = f"{owner.host}:{owner.port}"
+                except redis.exceptions.NoPermissionError as exc:
+                    figures = {"namespace": ns, "refused": True, "error": (
+                        f"user {user} may read none of its figures (the server refused "
+                        f"{exc}): a worker reads only its granted scopes (redismem keys "
+                        "--scope session:ID), other users only their own namespaces")}
                 except (redis.ResponseError, ValueError) as exc:
                     # keys redismem did not write (e.g. a counter set by hand)
                     figures = {"namespace": ns, "error": f"{type(exc).__name__}: {exc}"}
@@ -209,12 +245,16 @@ def status(url: str | None, namespace: str | None, as_json: bool) -> None:
                     "library_version": loaded, "bundled_library_version": bundled().version,
                     "library_digest": None if library is None else library.digest,
                     "bundled_library_digest": bundled().digest,
-                    "vector_search": caps.vector_search, "namespaces": found,
+                    "vector_search": caps.vector_search, "user": user,
+                    "namespaces_unlisted": unlisted, "namespaces": found,
                     **({} if nodes is None else {"cluster": {"nodes": nodes}})}
         finally:
             await client.aclose()
 
-    emit(run_sync(run()), as_json, _status_text)
+    data = run_sync(run())
+    emit(data, as_json, _status_text)
+    if data["namespaces_unlisted"] or any(n.get("refused") for n in data["namespaces"]):
+        sys.exit(1)
 
 
 async def _cluster_status(client: Any
