@@ -27,7 +27,6 @@ from .scope import entry_problem
 from .transfer import (
     Survey,
     _names,
-    _scan_if_permitted,
     memory_fields,
     memory_problem,
     survey,
@@ -168,10 +167,21 @@ async def _scope_entries(mem: Memory, kind: K.Kind, scope: str, sid: str,
     for raw in bad:
         yield Finding(listing, f"lists {raw[:80]!r}, a name that is not UTF-8 (readers skip it)")
     prefix = build(ns, scope, sid, "")
-    for key in await _scan_if_permitted(client, K.glob_escape(prefix) + "*"):
-        if key[len(prefix):] not in listed:
-            yield Finding(key, "an entry its scope's listing does not name: readers, keys() and "
+    names = {name.encode() for name in listed} | set(bad)
+    for unlisted in await _scan_bytes(client, K.glob_escape(prefix) + "*"):
+        if unlisted[len(prefix.encode()):] not in names:
+            yield Finding(unlisted.decode("utf-8", "backslashreplace"),
+                          "an entry its scope's listing does not name: readers, keys() and "
                           "exports do not see it")
+
+
+async def _scan_bytes(client: Any, pattern: str) -> set[bytes]:
+    """The keys matching ``pattern`` as bytes (a raw key need not be UTF-8);
+    none when this credential may not SCAN."""
+    try:
+        return {key async for key in client.scan_iter(match=pattern, count=1000)}
+    except NoPermissionError:
+        return set()
 
 
 async def _issued(client: Any, revisions: str, live: dict[str, int]) -> AsyncIterator[Finding]:

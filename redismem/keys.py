@@ -259,3 +259,33 @@ def user_of(ns: str, key: str) -> str:
 def index_prefix(ns: str) -> str:
     """The name prefix of every RediSearch index of ``ns``."""
     return f"{base(ns)}idx:"
+
+
+RAW_FAMILIES = ("val:", "vec:", "keys:", "rev:", "thr:", "ltm:", "ltmz:", "threads", "scopes",
+                "ltmusers")
+"""Where an export's raw records (entries the library did not write) may
+be put back: entries, listings, revisions, threads, memories, registries."""
+
+
+def key_suffix(ns: str, key: bytes) -> bytes:
+    """A key of ``ns`` without its ``rm:{ns}:`` prefix."""
+    prefix = base(ns).encode()
+    if not key.startswith(prefix):
+        raise ValueError(f"{key!r} is not a key of namespace {ns!r}")
+    return key[len(prefix):]
+
+
+def raw_key(ns: str, suffix: bytes) -> bytes:
+    """The key of ``ns`` that a raw record's ``suffix`` names.
+
+    Raises:
+        ValueError: it is none of the :data:`RAW_FAMILIES`.
+    """
+    text = suffix.decode("utf-8", "replace")
+    if not any(text == family or (family.endswith(":") and text.startswith(family))
+               for family in RAW_FAMILIES):
+        raise ValueError(f"a raw record restores entries, listings, revisions, threads, "
+                         f"memories and registries only, not {text[:80]!r}")
+    if text.startswith("thr:") and not text.endswith(":ev"):
+        raise ValueError(f"a raw record restores a thread's events only, not {text[:80]!r}")
+    return base(ns).encode() + suffix

@@ -12,10 +12,10 @@ from typing import Any, cast
 
 from . import _validate as check
 from . import keys as K
-from . import limits
+from . import limits, raw
 from . import vectors as V
 from .errors import InvalidExportError, RedisMemError
-from .functions import request_bytes
+from .functions import refusals, request_bytes
 from .records import event_json, long_term_memory, memory_event, memory_json
 from .store import RedisMemoryStore
 from .transfer import FORMAT, KINDS, RECORD_TYPES, VERSION, Progress
@@ -203,6 +203,10 @@ class Checker:
             embedding = record["embedding"]
         return Row(("memory",), (memory, embedding), len(text))
 
+    def _raw(self, record: dict[str, Any], line: int) -> Row:
+        checked = raw.check(record)
+        return Row(("raw",), (checked,), 0)
+
 
 def read_header(path: Path) -> str:
     """The namespace an export file was written from (its header line).
@@ -347,6 +351,12 @@ class _Writer:
             memory, embedding = cast(tuple[LongTermMemory, list[float] | None], row.args)
             written = await self.store.restore_long_term_memory(memory, embedding=embedding)
             self.summary.count("memory", int(written), int(not written))
+
+    async def _raw(self) -> None:
+        for row in self.rows:
+            with refusals():
+                written = await raw.restore(self.mem.client, self.mem.namespace, row.args[0])
+            self.summary.count("raw", int(written), int(not written))
 
 
 async def import_file(store: RedisMemoryStore, path: Path, progress: Progress | None = None

@@ -25,8 +25,11 @@ _KINDS: tuple[K.Kind, ...] = ("value", "vector")
 
 
 async def scan_keys(client: Any, pattern: str) -> list[str]:
-    """The names of the keys matching a SCAN pattern, sorted, without repeats."""
-    return sorted({key.decode() async for key in client.scan_iter(match=pattern, count=1000)})
+    """The names of the keys matching a SCAN pattern, sorted, without
+    repeats (a byte that is not UTF-8, which only a raw command writes,
+    as ``\\xff``)."""
+    return sorted({key.decode("utf-8", "backslashreplace")
+                   async for key in client.scan_iter(match=pattern, count=1000)})
 
 
 async def namespaces(client: Redis) -> list[str]:

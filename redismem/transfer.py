@@ -22,6 +22,10 @@ An export is one JSON object per line, each with a ``type``:
 ``memory``
     ``memory``: a long-term memory (the LongTermMemory fields) and
     ``embedding`` (numbers or null).
+``raw``
+    an entry the library did not write (a raw command's), byte for byte:
+    only with ``keep_raw`` (``export --raw``); without it such an entry
+    stops the export, naming it. See :mod:`.raw`.
 
 State and checkpoints are values of the thread's session scope. The change
 feed is history, not state: it is not exported, and an import appends a
@@ -41,17 +45,18 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
 from redis.exceptions import NoPermissionError
 
-from . import _json, limits
+from . import _json, limits, raw
 from . import _validate as check
 from . import keys as K
 from . import vectors as V
+from .errors import CorruptEntryError
 from .feed import LAST_STREAM_ID
 from .functions import refusals
 from .memory import Memory
@@ -62,7 +67,7 @@ FORMAT = "redismem-export"
 VERSION = 1
 KINDS: tuple[K.Kind, ...] = ("value", "vector")
 RECORD_TYPES = ("header", "settings", "session", "value", "vector", "revisions", "event",
-                "memory")
+                "memory", "raw")
 _PAGE = 500
 Progress = Callable[[int], None]
 
@@ -189,13 +194,38 @@ async def _names(mem: Memory, zset: str, bad: list[bytes] | None = None
         start = b"(" + raw[-1]
 
 
+@dataclass(frozen=True)
+class Damaged:
+    """An entry the library did not write, met by an export: its key, why,
+    and how to read it as raw records (:mod:`.raw`)."""
+
+    key: bytes
+    problem: str
+    raw: Callable[[], Awaitable[list[dict[str, Any] | None]]]
+
+
+Found = dict[str, Any] | Damaged
+
+
+def _damaged_entry(mem: Memory, listing: str, key: bytes, name: bytes, problem: str) -> Damaged:
+    client, ns = _redis(mem), mem.namespace
+
+    async def read() -> list[dict[str, Any] | None]:
+        return [await raw.hash_record(client, ns, key, problem),
+                await raw.zset_record(client, ns, listing.encode(), [name], problem)]
+
+    return Damaged(key, problem, read)
+
+
 async def _entries(mem: Memory, kind: K.Kind, scope: str, sid: str,
-                   live: dict[str, int]) -> AsyncIterator[dict[str, Any]]:
+                   live: dict[str, int]) -> AsyncIterator[Found]:
     """The live entries of one scope as records; fills ``live`` name -> revision."""
     ns = mem.namespace
     build = K.value if kind == "value" else K.vector
     fields = ("v",) if kind == "value" else ("emb", "meta")
-    async for page in _names(mem, K.names(ns, kind, scope, sid)):
+    listing = K.names(ns, kind, scope, sid)
+    bad: list[bytes] = []
+    async for page in _names(mem, listing, bad):
         pipe = _redis(mem).pipeline(transaction=False)
         for name in page:
             key = build(ns, scope, sid, name)
@@ -203,7 +233,7 @@ async def _entries(mem: Memory, kind: K.Kind, scope: str, sid: str,
             pipe.pexpiretime(key)
         replies = await pipe.execute()
         for name, got, expires in zip(page, replies[::2], replies[1::2], strict=True):
-            if got[0] is None:
+            if all(part is None for part in got):
                 continue  # expired or deleted since it was listed
             *content, rev, ts, by = got
             try:
@@ -218,22 +248,31 @@ async def _entries(mem: Memory, kind: K.Kind, scope: str, sid: str,
                 else:
                     record["embedding"] = _floats(content[0])
                     record["metadata"] = _json.loads(content[1])
-            except (TypeError, ValueError, AttributeError):
-                continue  # not written by the library: `redismem audit` reports it
+            except (TypeError, ValueError, AttributeError) as exc:
+                yield _damaged_entry(mem, listing, build(ns, scope, sid, name).encode(),
+                                     name.encode(), f"not a {kind} the library writes ({exc})")
+                continue
             live[name] = int(rev)
             yield record
+    for raw_name in bad:
+        yield _damaged_entry(mem, listing, build(ns, scope, sid, "").encode() + raw_name,
+                             raw_name, f"its name {raw_name!r} is not UTF-8")
 
 
 async def _tombstones(mem: Memory, kind: K.Kind, scope: str, sid: str,
-                      live: dict[str, int]) -> AsyncIterator[dict[str, Any]]:
+                      live: dict[str, int]) -> AsyncIterator[Found]:
     """``revisions`` records of names whose last revision issued is past the live one."""
     ns = mem.namespace
     pending: dict[str, int] = {}
-    async for name, issued in _redis(mem).hscan_iter(K.revisions(ns, kind, scope, sid),
-                                                     count=1000):
+    key = K.revisions(ns, kind, scope, sid)
+    async for name, issued in _redis(mem).hscan_iter(key, count=1000):
         try:
             text, count = name.decode(), int(issued)
-        except ValueError:  # not UTF-8, or no number: a raw HSET, `redismem audit` reports it
+            if not 1 <= count <= limits.MAX_REVISION:
+                raise ValueError(count)
+        except ValueError:  # not UTF-8, or no revision: a raw HSET
+            problem = f"holds {issued[:40]!r} for {name[:80]!r}, not a revision"
+            yield Damaged(key.encode(), problem, _hash_field(mem, key, name, problem))
             continue
         if count > live.get(text, 0):
             pending[text] = count
@@ -246,18 +285,32 @@ async def _tombstones(mem: Memory, kind: K.Kind, scope: str, sid: str,
                "revisions": pending}
 
 
-async def _thread_events(mem: Memory, thread: str) -> AsyncIterator[dict[str, Any]]:
+def _hash_field(mem: Memory, key: str, name: bytes, problem: str
+                ) -> Callable[[], Awaitable[list[dict[str, Any] | None]]]:
+    async def read() -> list[dict[str, Any] | None]:
+        return [await raw.hash_record(_redis(mem), mem.namespace, key.encode(), problem, [name])]
+
+    return read
+
+
+async def _thread_events(mem: Memory, thread: str) -> AsyncIterator[Found]:
     start = "-"
     key = K.thread_events(mem.namespace, thread)
     while True:
         entries = await _redis(mem).xrange(key, start, "+", count=1000)
         if not entries:
             return
-        for _, entry in entries:
+        for entry_id, entry in entries:
             try:
                 event = json.loads(entry[b"e"])
-            except (KeyError, ValueError):
-                continue  # not written by the library: `redismem audit` reports it
+                if not isinstance(event, dict):
+                    raise ValueError("not an object")
+            except (KeyError, ValueError) as exc:
+                problem = f"event {entry_id.decode()} is not one the library writes ({exc!r})"
+                record = raw.stream_record(mem.namespace, key.encode(), [(entry_id, entry)],
+                                           problem)
+                yield Damaged(key.encode(), problem, _constant([record]))
+                continue
             yield {"type": "event", "event": event}
         if entries[-1][0].decode() == LAST_STREAM_ID:
             return  # a raw XADD took the last id there is: nothing can follow
@@ -280,11 +333,37 @@ async def memory_fields(mem: Memory, user: str
                 yield memory_id, rec, emb
 
 
-async def _memories(mem: Memory, user: str) -> AsyncIterator[dict[str, Any]]:
-    async for _, rec, emb in memory_fields(mem, user):
-        if memory_problem(rec, emb) is None:  # else `redismem audit` reports it
+def _constant(records: list[dict[str, Any] | None]
+              ) -> Callable[[], Awaitable[list[dict[str, Any] | None]]]:
+    async def read() -> list[dict[str, Any] | None]:
+        return records
+
+    return read
+
+
+async def _memories(mem: Memory, user: str) -> AsyncIterator[Found]:
+    async for memory_id, rec, emb in memory_fields(mem, user):
+        problem = memory_problem(rec, emb)
+        if problem is None:
             yield {"type": "memory", "memory": json.loads(rec),
                    "embedding": _floats(emb) if emb else None}
+        else:
+            key = K.memory(mem.namespace, user, memory_id)
+            yield _damaged_entry(mem, K.memories(mem.namespace, user), key.encode(),
+                                 memory_id.encode(), problem)
+
+
+def _registry(mem: Memory, key: str, members: list[bytes]) -> Iterator[Damaged]:
+    """Members of a registry that name nothing (raw writes)."""
+    for member in members:
+        problem = f"lists {member[:80]!r}, which names nothing the library writes"
+
+        async def read(member: bytes = member, problem: str = problem
+                       ) -> list[dict[str, Any] | None]:
+            return [await raw.zset_record(_redis(mem), mem.namespace, key.encode(), [member],
+                                          problem)]
+
+        yield Damaged(key.encode(), problem, read)
 
 
 def memory_problem(rec: bytes, emb: bytes | None) -> str | None:
@@ -295,8 +374,9 @@ def memory_problem(rec: bytes, emb: bytes | None) -> str | None:
     return None if problem is None else f"its embedding {problem}"
 
 
-async def export_records(mem: Memory, plan: Survey) -> AsyncIterator[dict[str, Any]]:
-    """Every record of ``mem``'s namespace, header first."""
+async def _found(mem: Memory, plan: Survey) -> AsyncIterator[Found]:
+    """Every record of ``mem``'s namespace, header first, and every entry
+    the library did not write."""
     client, ns = _redis(mem), mem.namespace
     yield {"type": "header", "format": FORMAT, "version": VERSION, "namespace": ns,
            "exported_at": _now_ms(), "library_version": mem.capabilities.library_version}
@@ -306,6 +386,8 @@ async def export_records(mem: Memory, plan: Survey) -> AsyncIterator[dict[str, A
                                             if k in settings}}
     for sid, created in await client.zrange(K.sessions(ns), 0, -1, withscores=True):
         yield {"type": "session", "id": sid.decode(), "created_at": int(created)}
+    for damaged in _registry(mem, K.scopes(ns), plan.bad_scopes):
+        yield damaged
     for kind in KINDS:
         for scope, sid in plan.scopes[kind]:
             live: dict[str, int] = {}
@@ -313,36 +395,84 @@ async def export_records(mem: Memory, plan: Survey) -> AsyncIterator[dict[str, A
                 yield record
             async for record in _tombstones(mem, kind, scope, sid, live):
                 yield record
+    for damaged in _registry(mem, K.threads(ns), plan.bad_threads):
+        yield damaged
     for thread in plan.threads:
         async for record in _thread_events(mem, thread):
             yield record
+    for damaged in _registry(mem, K.memory_users(ns), plan.bad_users):
+        yield damaged
     for user in plan.users:
         async for record in _memories(mem, user):
             yield record
 
 
+async def export_records(mem: Memory, plan: Survey, *, keep_raw: bool = False
+                         ) -> AsyncIterator[dict[str, Any]]:
+    """Every record of ``mem``'s namespace, header first. An entry the
+    library did not write stops the export, or with ``keep_raw`` becomes
+    ``raw`` records (:mod:`.raw`).
+
+    Raises:
+        CorruptEntryError: such an entry, without ``keep_raw`` (it names the key).
+    """
+    async for found in _found(mem, plan):
+        if not isinstance(found, Damaged):
+            yield found
+            continue
+        shown = found.key.decode("utf-8", "backslashreplace")
+        if not keep_raw:
+            raise CorruptEntryError(
+                f"export stopped at {shown}: {found.problem}. An export leaves nothing out: "
+                "repair or delete that entry (redismem audit lists every one), or export "
+                "with --raw to carry it byte for byte", key=shown)
+        for record in await found.raw():
+            if record is not None:
+                yield record
+
+
+def items(record: dict[str, Any]) -> int:
+    """What a record counts for in an export's and an import's summary:
+    the settings or the names of a settings or revisions record, else one
+    (the header none)."""
+    kind = record["type"]
+    if kind == "header":
+        return 0
+    if kind in ("settings", "revisions"):
+        return len(record[kind])
+    return 1
+
+
 @dataclass
 class ExportSummary:
+    """What an export wrote: ``records`` lines in all, and per record type
+    the items (:func:`items`), counted as an import of the file counts them."""
+
     namespace: str
-    records: dict[str, int] = field(default_factory=dict)
+    exported: dict[str, int] = field(default_factory=dict)
+    records: int = 0
 
 
 async def export_namespace(mem: Memory, write: Callable[[str], Any],
-                           progress: Progress | None = None, plan: Survey | None = None
-                           ) -> ExportSummary:
+                           progress: Progress | None = None, plan: Survey | None = None,
+                           *, keep_raw: bool = False) -> ExportSummary:
     """Write every record of ``mem``'s namespace through ``write``, one line
     (with its newline) per call; ``progress`` gets the number of records done.
 
     Raises:
-        CorruptEntryError: a raw command replaced one of the namespace's keys
-            with another Redis type (the message names it).
+        CorruptEntryError: an entry the library did not write (without
+            ``keep_raw``), or a raw command replaced one of the namespace's
+            keys with another Redis type; the message names it.
     """
     with refusals():
         plan = plan or await survey(mem)
         summary = ExportSummary(mem.namespace)
-        async for record in export_records(mem, plan):
+        async for record in export_records(mem, plan, keep_raw=keep_raw):
             write(_line(record) + "\n")
-            summary.records[record["type"]] = summary.records.get(record["type"], 0) + 1
+            summary.records += 1
+            if items(record):
+                summary.exported[record["type"]] = (
+                    summary.exported.get(record["type"], 0) + items(record))
             if progress:
                 progress(1)
     return summary

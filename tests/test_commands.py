@@ -82,7 +82,7 @@ def cases(ns: str, tmp: Path) -> dict[tuple[str, ...], tuple[list[str], Callable
                        lambda out: json_lines(out)[0]["sequence"] == 2),
         ("trim",): ([*n, "--json"], lambda out: json.loads(out)["trimmed"] == 0),
         ("export",): ([*n, "-o", dump, "--json"],
-                      lambda out: json.loads(out)["records"]["value"] == 11),
+                      lambda out: json.loads(out)["exported"]["value"] == 11),
         ("import",): ([dump, "--namespace", f"{ns}-copy", "--json"],
                       lambda out: json.loads(out)["written"]["vector"] == 4),
         ("vectors", "set"): ([*s1, "green", "[0, 1, 0.5]", "--metadata", '{"colour": "green"}',

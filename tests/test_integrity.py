@@ -436,8 +436,9 @@ async def test_lua_messages_print_integers_in_full(rmem: redismem.Memory) -> Non
 async def test_a_listed_name_that_is_not_utf8_is_skipped_counted_and_audited(
         rmem: redismem.Memory) -> None:
     """A raw ZADD of the name b'\\xff\\xfe' into a scope's listing: key pages
-    leave it out and count it, export goes on without it, audit names it;
-    before, list_keys, export and audit raised UnicodeDecodeError."""
+    leave it out and count it, export stops naming it (or carries it raw),
+    audit names it; before, list_keys, export and audit raised
+    UnicodeDecodeError."""
     import io
 
     from redismem import transfer
@@ -450,10 +451,15 @@ async def test_a_listed_name_that_is_not_utf8_is_skipped_counted_and_audited(
     page = await scope.keys()
     assert (page.keys, page.skipped) == (["a", "z"], 1)
     assert await scope.list_keys() == ["a", "z"]
+    with pytest.raises(redismem.CorruptEntryError, match="is not UTF-8"):
+        await transfer.export_namespace(rmem, io.StringIO().write)
     out = io.StringIO()
-    await transfer.export_namespace(rmem, out.write)
-    keys = [record.get("key") for record in map(json.loads, out.getvalue().splitlines())]
-    assert "a" in keys and "z" in keys
+    await transfer.export_namespace(rmem, out.write, keep_raw=True)
+    records = list(map(json.loads, out.getvalue().splitlines()))
+    keys = [record.get("key") for record in records if record["type"] == "value"]
+    assert keys == ["a", "z"]
+    # the listed name, and its revisions field
+    assert sum(record["type"] == "raw" for record in records) == 2
     found = [f async for f in audit(rmem)]
     assert [(f.key, "not UTF-8" in f.problem) for f in found] == [
         (K.names(ns, "value", "session", "s"), True)]
@@ -462,8 +468,8 @@ async def test_a_listed_name_that_is_not_utf8_is_skipped_counted_and_audited(
 async def test_a_garbage_scope_member_and_a_nan_vector_are_left_out_and_audited(
         rmem: redismem.Memory) -> None:
     """A raw ZADD of 'garbage' into the scopes registry and a raw HSET of a
-    NaN into a vector's embedding: export goes on without them (before,
-    both made it raise ValueError), and audit names both."""
+    NaN into a vector's embedding: export stops naming them, or carries
+    them raw (before, both made it raise ValueError), and audit names both."""
     import io
     import struct
 
@@ -477,11 +483,15 @@ async def test_a_garbage_scope_member_and_a_nan_vector_are_left_out_and_audited(
     await rmem.client.zadd(K.scopes(ns), {b"garbage": 0, b"val:nosuch:x": 0})
     nan = struct.pack("<2f", float("nan"), 1.0)
     await rmem.client.hset(K.vector(ns, "session", "s", "w"), "emb", nan)
+    with pytest.raises(redismem.CorruptEntryError, match="garbage"):
+        await transfer.export_namespace(rmem, io.StringIO().write)
     out = io.StringIO()
-    await transfer.export_namespace(rmem, out.write)
+    await transfer.export_namespace(rmem, out.write, keep_raw=True)
     records = [json.loads(line) for line in out.getvalue().splitlines()]
     assert {(r["type"], r.get("key")) for r in records if r["type"] in ("value", "vector")} == {
         ("value", "k"), ("vector", "v")}
+    # the two members, the vector and its listed name
+    assert sum(r["type"] == "raw" for r in records) == 4
     found = {f.key: f.problem async for f in audit(rmem)}
     assert "names no scope" in found[K.scopes(ns)]
     assert "NaN" in found[K.vector(ns, "session", "s", "w")]
@@ -543,8 +553,8 @@ async def test_audit_finds_every_listing_expiry_and_range_break(
     assert set(found) == set(expected), found
     for key, words in expected.items():
         assert words in found[key], (key, found[key])
-    out = io.StringIO()  # export leaves out what audit flags, so import takes all it wrote
-    await transfer.export_namespace(mem, out.write)
+    out = io.StringIO()  # export carries what audit flags raw, so import takes all it wrote
+    await transfer.export_namespace(mem, out.write, keep_raw=True)
     records = [json.loads(line) for line in out.getvalue().splitlines()]
     assert sorted(r["key"] for r in records if r["type"] == "value") == [
         "fine", "hidden", "vanish"]  # "unlisted": listed nowhere, so audit alone sees it

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -528,7 +529,8 @@ async def test_a_raw_long_term_memory_field_is_skipped_and_audited(
         rmem: redismem.Memory, server_url: str, field: str, raw: bytes) -> None:
     """A writer's raw HSET of a memory's record (not JSON, not an object,
     not UTF-8) or embedding (3 bytes): listing, text search, vector search
-    and export go on without it, and audit names it; before, each raised a
+    go on without it, export stops naming it (or carries it raw), and audit
+    names it; before, each raised a
     JSONDecodeError or numpy's ValueError."""
     import io
 
@@ -547,9 +549,15 @@ async def test_a_raw_long_term_memory_field_is_skipped_and_audited(
                 "user-123", "redis")] == ["good"]
             assert [m.id for m, _ in await store.search_long_term_memory_vector(
                 "user-123", [0.0, 1.0])] == ["good"]
-        out = io.StringIO()
-        await transfer.export_namespace(rmem, out.write)
-        exported = [r["memory"]["id"] for r in map(json.loads, out.getvalue().splitlines())
-                    if r.get("type") == "memory"]
-        assert exported == ["good"]
+        with pytest.raises(redismem.CorruptEntryError, match="user-123:bad") as info:
+            await transfer.export_namespace(rmem, io.StringIO().write)
+        assert info.value.key == K.memory(ns, "user-123", "bad")
+        out = io.StringIO()  # or, asked to, it carries the bytes
+        await transfer.export_namespace(rmem, out.write, keep_raw=True)
+        records = list(map(json.loads, out.getvalue().splitlines()))
+        assert [r["memory"]["id"] for r in records if r["type"] == "memory"] == ["good"]
+        carried = {base64.b64decode(r["key"]): r for r in records if r["type"] == "raw"}
+        assert set(carried) == {b"ltm:user-123:bad", b"ltmz:user-123"}
+        assert base64.b64decode(carried[b"ltm:user-123:bad"]["hash"][
+            base64.b64encode(field.encode()).decode()]) == raw
         assert [f.key async for f in audit(rmem)] == [K.memory(ns, "user-123", "bad")]

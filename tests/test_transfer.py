@@ -365,11 +365,12 @@ def test_export_import_commands(server_url: str, source: redismem.RedisMemorySto
     done = run_script("export", "--namespace", ns, "-o", str(out), url=server_url)
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""  # no progress bar when stderr is not a terminal
-    assert done.stdout.startswith(f"exported {ns}: 1 header, 1 settings, 2 session, 8 value")
+    assert done.stdout.startswith(f"exported 35 records of {ns}: 2 settings, 2 session, "
+                                  "8 value")
     assert not list(tmp_path.glob(".*partial"))
     piped = run_script("export", "--namespace", ns, "--json", url=server_url)
     assert piped.stdout.splitlines()[1:] == out.read_text().splitlines()[1:]  # header differs
-    assert json.loads(piped.stderr)["records"]["value"] == 8
+    assert json.loads(piped.stderr)["exported"]["value"] == 8
     copy = f"{ns}-cli"
     first = run_script("import", str(out), "--namespace", copy, "--json", url=server_url)
     assert first.returncode == 0, first.stderr
@@ -415,3 +416,89 @@ def test_progress_bar_on_a_terminal(server_url: str, source: redismem.RedisMemor
         shown = b"".join(chunks).decode()
         assert ("exporting" if args[0] == "export" else "importing into tty-copy") in shown
         assert "100%" in shown
+
+
+async def test_an_export_counts_as_its_import_counts(source: redismem.RedisMemoryStore,
+                                                     server_url: str, tmp_path: Path) -> None:
+    """Per record type, what an export reports equals what importing the
+    file writes plus keeps: a revisions record counts its names, a
+    settings record its settings (export said 2 revisions, import 3)."""
+    out = io.StringIO()
+    exported = await transfer.export_namespace(source.memory, out.write)
+    assert exported.records == len(out.getvalue().splitlines())
+    assert exported.exported["revisions"] == 2 and exported.exported["settings"] == 2
+    async with redismem.RedisMemoryStore(server_url, namespace=source.namespace + "-n") as copy:
+        for _ in range(2):  # into an empty namespace, then again
+            done = await import_text(copy, out.getvalue(), tmp_path)
+            assert done.records == exported.records
+            assert {kind: done.written.get(kind, 0) + done.kept.get(kind, 0)
+                    for kind in set(done.written) | set(done.kept)} == exported.exported
+
+
+async def _corrupt(store: redismem.RedisMemoryStore) -> None:
+    """One of each kind of entry a raw command can leave that readers skip."""
+    client, ns = store.memory.client, store.namespace
+    await client.hset(K.value(ns, "session", "s1", "notes"), "v", "{not json")
+    await client.hset(K.vector(ns, "session", "s1", "blue"), "emb", b"\x00\x00\x80")
+    await client.zadd(K.names(ns, "value", "session", "s2"), {b"\xffname": 0})
+    await client.hset(K.value(ns, "session", "s2", "").encode() + b"\xffname", "v", "1")
+    await client.hset(K.revisions(ns, "value", "session", "s1"), "forged", "not-a-number")
+    await client.xadd(K.thread_events(ns, "chat"), {"x": b"\xfe"})
+    await client.hset(K.memory(ns, "u1", "m0"), "rec", b"garbage")
+    await client.zadd(K.scopes(ns), {b"nonsense": 0})
+
+
+async def test_an_export_stops_at_a_corrupt_entry_or_carries_it_raw(
+        server_url: str, source: redismem.RedisMemoryStore, tmp_path: Path) -> None:
+    import base64
+
+    ns, copy = source.namespace, source.namespace + "-raw"
+    await _corrupt(source)
+    out = tmp_path / "dump.jsonl"
+    refused = run_script("export", "--namespace", ns, "-o", str(out), url=server_url)
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1
+    assert f"export stopped at rm:{{{ns}}}:" in refused.stderr and "--raw" in refused.stderr
+    assert not out.exists() and not list(tmp_path.glob(".*partial"))
+    piped = run_script("export", "--namespace", ns, url=server_url)
+    assert piped.returncode == 1 and "export stopped at" in piped.stderr
+
+    done = run_script("export", "--namespace", ns, "-o", str(out), "--raw", "--json",
+                      url=server_url)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    carried = {base64.b64decode(r["key"]) for r in records if r["type"] == "raw"}
+    assert carried == {b"val:session:s1:notes", b"keys:val:session:s1", b"vec:session:s1:blue",
+                       b"keys:vec:session:s1", b"keys:val:session:s2",
+                       b"val:session:s2:\xffname", b"rev:val:session:s1", b"thr:chat:ev",
+                       b"ltm:u1:m0", b"ltmz:u1", b"scopes"}
+    assert summary["exported"]["raw"] == len([r for r in records if r["type"] == "raw"])
+
+    first = run_script("import", str(out), "--namespace", copy, "--json", url=server_url)
+    assert first.returncode == 0, first.stderr
+    written = json.loads(first.stdout)
+    assert written["written"]["raw"] + written["kept"].get("raw", 0) == summary["exported"]["raw"]
+    again = json.loads(run_script("import", str(out), "--namespace", copy, "--json",
+                                  url=server_url).stdout)
+    assert again["written"].get("raw", 0) == 0  # nothing twice, nothing replaced
+
+    # the copy holds the same damage, byte for byte: its audit names the same keys
+    def audited(namespace: str) -> set[str]:
+        found = run_script("audit", "--namespace", namespace, "--json", url=server_url)
+        assert found.stdout, found.stderr
+        # (a thread event's finding names its stream id, which an import renews)
+        return {f["key"].replace(f"{{{namespace}}}", "{NS}").split(" ")[0]
+                for f in json.loads(found.stdout) if "feed" not in f["key"]}
+
+    assert audited(copy) == audited(ns)
+    recopy = tmp_path / "again.jsonl"
+    assert run_script("export", "--namespace", copy, "-o", str(recopy), "--raw",
+                      url=server_url).returncode == 0
+
+    def raw_content(path: Path) -> list[Any]:
+        return sorted(json.dumps([r["key"], r.get("hash"), r.get("zset"),
+                                  [fields for _, fields in r.get("stream", [])]], sort_keys=True)
+                      for r in map(json.loads, path.read_text().splitlines())
+                      if r["type"] == "raw")
+
+    assert raw_content(recopy) == raw_content(out)

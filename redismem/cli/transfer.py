@@ -45,10 +45,17 @@ def _counts(counts: dict[str, int]) -> str:
 @click.option("--output", "-o", default="-", show_default=True,
               type=click.Path(dir_okay=False, allow_dash=True),
               help="File to write (- = standard output).")
+@click.option("--raw", "keep_raw", is_flag=True,
+              help="Carry entries the library did not write (raw commands) byte for byte "
+                   "as raw records, which import puts back; without it the export stops "
+                   "at the first one, naming it.")
 @json_option
-def export_cmd(url: str | None, namespace: str, output: str, as_json: bool) -> None:
+def export_cmd(url: str | None, namespace: str, output: str, keep_raw: bool,
+               as_json: bool) -> None:
     """Write a namespace as JSON Lines: settings, sessions, values, vectors,
-    thread events and long-term memories, with revisions and expiry."""
+    thread events and long-term memories, with revisions and expiry. It
+    leaves nothing out: an entry the library did not write stops it (exit
+    1, naming the entry; -o FILE is then not written) unless --raw."""
     to_stdout = output == "-"
     target = None if to_stdout else Path(output)
     partial = None if target is None else target.with_name(f".{target.name}.partial")
@@ -61,7 +68,8 @@ def export_cmd(url: str | None, namespace: str, output: str, as_json: bool) -> N
                           else stack.enter_context(partial.open("w", encoding="utf-8")))
                 advance = stack.enter_context(
                     _progress(f"exporting {namespace}", plan.total, as_json))
-                summary = await transfer.export_namespace(mem, stream.write, advance, plan)
+                summary = await transfer.export_namespace(mem, stream.write, advance, plan,
+                                                          keep_raw=keep_raw)
             if partial is not None and target is not None:
                 partial.replace(target)  # a complete file or none at all
             return summary
@@ -71,9 +79,11 @@ def export_cmd(url: str | None, namespace: str, output: str, as_json: bool) -> N
     finally:
         if partial is not None:
             partial.unlink(missing_ok=True)
-    data = {"namespace": summary.namespace, "output": output, "records": summary.records}
+    data = {"namespace": summary.namespace, "output": output, "records": summary.records,
+            "exported": summary.exported}
     line = (json.dumps(data, sort_keys=True) if as_json
-            else f"exported {summary.namespace}: {_counts(summary.records)}")
+            else f"exported {summary.records} records of {summary.namespace}: "
+                 f"{_counts(summary.exported)}")
     click.echo(line, err=to_stdout)
 
 

@@ -1,0 +1,148 @@
+"""Raw records: an entry the library did not write, carried byte for byte
+by ``export --raw`` and put back by an import.
+
+A raw command can leave an entry no reader accepts (``redismem audit``
+lists them). An export stops at the first one, naming it, unless asked
+for raw records; then each such entry becomes one ``raw`` record:
+
+``key``
+    the Redis key without its ``rm:{ns}:`` prefix, base64
+``problem``
+    why the library did not write it (for people; not read back)
+``hash`` / ``zset`` / ``stream``
+    the content that is not the library's: ``{field: value}`` (base64
+    both), ``[[member, score], ...]`` (member base64), or
+    ``[[id, {field: value}], ...]`` (a stream's entries)
+
+An import puts them back with raw commands (an admin's): fields with
+HSETNX and members with ZADD NX, so a raw record never replaces what the
+target holds; a stream entry is appended (a new id) unless the stream
+holds one with the same fields. Expiry is not carried.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+from typing import Any
+
+from . import keys as K
+
+SHAPES = ("hash", "zset", "stream")
+
+
+def _text(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def _bytes(text: Any, what: str) -> bytes:
+    if not isinstance(text, str):
+        raise ValueError(f"{what} must be base64 text, got {type(text).__name__}")
+    try:
+        return base64.b64decode(text, validate=True)
+    except binascii.Error:
+        raise ValueError(f"{what} is not base64: {text[:40]!r}") from None
+
+
+def _record(ns: str, key: bytes, problem: str, shape: str, content: Any) -> dict[str, Any]:
+    return {"type": "raw", "key": _text(K.key_suffix(ns, key)), "problem": problem,
+            shape: content}
+
+
+async def hash_record(client: Any, ns: str, key: bytes, problem: str,
+                      fields: list[bytes] | None = None) -> dict[str, Any] | None:
+    """A raw record of hash ``key`` (only ``fields``, when given); None
+    when it is gone."""
+    found: dict[bytes, bytes] = await client.hgetall(key)
+    if fields is not None:
+        found = {name: found[name] for name in fields if name in found}
+    if not found:
+        return None
+    return _record(ns, key, problem, "hash",
+                   {_text(name): _text(value) for name, value in sorted(found.items())})
+
+
+async def zset_record(client: Any, ns: str, key: bytes, members: list[bytes],
+                      problem: str) -> dict[str, Any] | None:
+    """A raw record of ``members`` of zset ``key``, with their scores."""
+    pipe = client.pipeline(transaction=False)
+    for member in members:
+        pipe.zscore(key, member)  # ZSCORE, not ZMSCORE: every role holds it
+    scores = await pipe.execute()
+    listed = [[_text(member), float(score)] for member, score in zip(members, scores, strict=True)
+              if score is not None]
+    return _record(ns, key, problem, "zset", listed) if listed else None
+
+
+def stream_record(ns: str, key: bytes, entries: list[tuple[bytes, dict[bytes, bytes]]],
+                  problem: str) -> dict[str, Any]:
+    """A raw record of stream ``key``'s ``entries``."""
+    return _record(ns, key, problem, "stream", [
+        [entry_id.decode(), {_text(k): _text(v) for k, v in sorted(fields.items())}]
+        for entry_id, fields in entries])
+
+
+@dataclass(frozen=True)
+class RawRow:
+    """A checked raw record: the key suffix, its shape and its content."""
+
+    suffix: bytes
+    shape: str
+    content: Any
+
+
+def check(record: dict[str, Any]) -> RawRow:
+    """A raw record, checked.
+
+    Raises:
+        ValueError: a field is missing, malformed, or names a key a raw
+            record may not write (the message says which).
+    """
+    shapes = [shape for shape in SHAPES if shape in record]
+    unknown = sorted(set(record) - {"type", "key", "problem", *SHAPES})
+    if len(shapes) != 1 or unknown or "key" not in record:
+        raise ValueError("a raw record has key, problem and one of hash, zset or stream"
+                         + (f"; unknown fields {', '.join(unknown)}" if unknown else ""))
+    suffix = _bytes(record["key"], "key")
+    K.raw_key("x", suffix)  # one of the families a raw record may write
+    shape, content = shapes[0], record[shapes[0]]
+    if shape == "hash":
+        if not isinstance(content, dict) or not content:
+            raise ValueError("hash must be an object of base64 fields and values")
+        checked: Any = {_bytes(k, "a field"): _bytes(v, "a value") for k, v in content.items()}
+    elif shape == "zset":
+        if not isinstance(content, list) or not content or not all(
+                isinstance(pair, list) and len(pair) == 2
+                and isinstance(pair[1], (int, float)) and not isinstance(pair[1], bool)
+                for pair in content):
+            raise ValueError("zset must be a list of [base64 member, score] pairs")
+        checked = [(_bytes(member, "a member"), float(score)) for member, score in content]
+    else:
+        if not isinstance(content, list) or not content or not all(
+                isinstance(entry, list) and len(entry) == 2 and isinstance(entry[1], dict)
+                and entry[1] for entry in content):
+            raise ValueError("stream must be a list of [id, {base64 field: base64 value}]")
+        checked = [{_bytes(k, "a field"): _bytes(v, "a value") for k, v in fields.items()}
+                   for _, fields in content]
+    return RawRow(suffix, shape, checked)
+
+
+async def restore(client: Any, ns: str, row: RawRow) -> bool:
+    """Put a raw record back into namespace ``ns`` without replacing
+    anything; whether it changed the target."""
+    key = K.raw_key(ns, row.suffix)
+    if row.shape == "hash":
+        pipe = client.pipeline(transaction=False)
+        for name, value in row.content.items():
+            pipe.hsetnx(key, name, value)
+        return any(await pipe.execute())
+    if row.shape == "zset":
+        return bool(await client.zadd(key, dict(row.content), nx=True))
+    present = {tuple(sorted(fields.items())) for _, fields in await client.xrange(key)}
+    added = False
+    for fields in row.content:
+        if tuple(sorted(fields.items())) not in present:
+            await client.xadd(key, fields)
+            added = True
+    return added
