@@ -6,8 +6,10 @@ first call: its capabilities, its eviction policy, the connection's user."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import re
+import time
 from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
@@ -37,7 +39,17 @@ from .errors import (
     PermissionDeniedError,
     UnavailableError,
 )
-from .retries import CLUSTER_TIMEOUT, LOST, SOCKET_TIMEOUT, node_of, persistently, retry
+from .retries import (
+    CLUSTER_TIMEOUT,
+    CONNECT_TIMEOUT,
+    CONNECT_TIMEOUT_ENV,
+    LOST,
+    SOCKET_TIMEOUT,
+    backoff,
+    node_of,
+    persistently,
+    retry,
+)
 from .topology import first_answer, nodes_from, slot_owner
 from .types import Capabilities
 
@@ -188,39 +200,104 @@ def _cluster_client(url: str, scheme: str, cluster_timeout: float) -> Redis:
                                 cluster_timeout=cluster_timeout, **options))
 
 
-async def open_client(url: str, *, cluster_timeout: float = CLUSTER_TIMEOUT) -> Redis:
+connecting = logging.getLogger("redismem.connect")
+"""Says, once per connect, that a server is being tried again (the command
+line prints it on stderr)."""
+
+
+def connect_timeout(given: float | None = None) -> float:
+    """Seconds to keep trying a first connection: ``given``, else
+    ``REDISMEM_CONNECT_TIMEOUT``, else CONNECT_TIMEOUT.
+
+    Raises:
+        InvalidArgumentError: it is not a number of seconds from 0.
+    """
+    text = os.environ.get(CONNECT_TIMEOUT_ENV, "").strip()
+    value: Any = given if given is not None else (text or CONNECT_TIMEOUT)
+    named = "connect_timeout" if given is not None else CONNECT_TIMEOUT_ENV
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = float("nan")
+    typed = given is None or isinstance(given, int | float)
+    if isinstance(value, bool) or not typed or not 0 <= seconds < float("inf"):
+        raise InvalidArgumentError(f"{named} must be a number of seconds from 0, got {value!r}")
+    return seconds
+
+
+async def open_client(url: str, *, cluster_timeout: float = CLUSTER_TIMEOUT,
+                      timeout: float | None = None) -> Redis:
     """A redis-py client for ``url`` that retries lost calls
     (:mod:`.retries`): ``memory://`` = in-process fakeredis;
     ``redis+cluster://`` (and a ``redis://`` or ``rediss://`` URL of a node
     whose ``INFO cluster`` says ``cluster_enabled:1``) = a Redis Cluster
     client, whose calls wait up to ``cluster_timeout`` seconds for a live
-    owner of their slot.
+    owner of their slot. A server that refuses the first connection is
+    tried again for ``timeout`` seconds (:func:`connect_timeout`), said
+    once on the ``redismem.connect`` logger.
 
     Raises:
-        UnavailableError: no listed node answered.
+        UnavailableError: no listed node answered in time.
+        InvalidArgumentError: the timeout is not a number of seconds.
     """
     if url.startswith(MEMORY_URL):
         return _memory_client()
+    bound = connect_timeout(timeout)
     scheme = url.split("://", 1)[0]
     if scheme in CLUSTER_SCHEMES:
-        return await _ready(_cluster_client(url, scheme, cluster_timeout))
-    client = Redis.from_url(url, max_connections=MAX_CONNECTIONS, retry=retry(),
+        return await _ready(_cluster_client(url, scheme, cluster_timeout),
+                            bound if timeout is not None else None)
+    # the first contact is retried here, within the bound; later calls by redis-py
+    client = Redis.from_url(url, max_connections=MAX_CONNECTIONS, retry=Retry(NoBackoff(), 0),
                             socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=SOCKET_TIMEOUT)
     where = urlsplit(url).netloc.rpartition("@")[2] or url.split("://", 1)[1]
     try:
-        clustered = scheme in ("redis", "rediss") and await _cluster_enabled(client)
+        clustered = await _first_contact(client, where, bound,
+                                         scheme in ("redis", "rediss"))
     except AuthenticationError as exc:
         await client.aclose()
         raise refused_login(exc, urlsplit(url).username, where) from None
-    except LOST as exc:
+    except BaseException:
         await client.aclose()
-        raise UnavailableError(f"the server at {where} did not answer ({exc})",
-                               node=where) from exc
+        raise
     if clustered:
         await client.aclose()
         return await _ready(_cluster_client(f"{scheme}+cluster://{url.split('://', 1)[1]}",
-                                            f"{scheme}+cluster", cluster_timeout))
+                                            f"{scheme}+cluster", cluster_timeout),
+                            bound if timeout is not None else None)
+    client.set_retry(retry())
     return client
+
+
+async def _first_contact(client: Redis, where: str, bound: float, ask_cluster: bool) -> bool:
+    """Reach the server (and learn whether it is a cluster node), trying
+    again with backoff waits for ``bound`` seconds.
+
+    Raises:
+        UnavailableError: it did not answer within ``bound`` seconds.
+    """
+    waits = backoff()
+    deadline = time.monotonic() + bound
+    tries = 0
+    while True:
+        try:
+            if ask_cluster:
+                return await _cluster_enabled(client)
+            await client.ping()
+            return False
+        except AuthenticationError:
+            raise
+        except LOST as exc:
+            tries += 1
+            pause = waits.compute(tries)
+            if time.monotonic() + pause > deadline:
+                raise UnavailableError(
+                    f"the server at {where} did not answer within {bound:g} s ({exc}); "
+                    f"{CONNECT_TIMEOUT_ENV} or --connect-timeout sets how long to try",
+                    node=where) from exc
+            if tries == 1:
+                connecting.warning("retrying %s for up to %g s (%s)", where, bound, exc)
+            await asyncio.sleep(pause)
 
 
 def refused_login(exc: AuthenticationError, user: str | None, where: str
@@ -239,13 +316,14 @@ def refused_login(exc: AuthenticationError, user: str | None, where: str
         "(REDISMEM_URL); an operator can list the users (redismem users list)")
 
 
-async def _ready(cluster: Redis) -> Redis:
+async def _ready(cluster: Redis, timeout: float | None = None) -> Redis:
     """A cluster client that has read the slot map (so it knows each
     namespace's node before its first call); any listed node that answers
-    will do."""
+    will do, within ``timeout`` seconds (default: its cluster_timeout)."""
     client = cast(_Cluster, cluster)
     try:
-        await persistently(client.initialize, timeout=client.cluster_timeout,
+        await persistently(client.initialize,
+                           timeout=client.cluster_timeout if timeout is None else timeout,
                            what=lambda exc: ("reading the cluster's slot map", None, None))
     except AuthenticationError as exc:
         await client.aclose()

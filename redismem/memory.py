@@ -336,7 +336,8 @@ def _scope_kind(scope: str | None) -> str | None:
 async def connect(url: str | None = None, *, namespace: str = "default",
                   principal: str | None = None, allow_eviction: bool | None = None,
                   durability: str = "primary", replica_timeout: float = 1.0,
-                  cluster_timeout: float = CLUSTER_TIMEOUT) -> Memory:
+                  cluster_timeout: float = CLUSTER_TIMEOUT,
+                  connect_timeout: float | None = None) -> Memory:
     """Connect to redismem memory.
 
     Args:
@@ -363,6 +364,10 @@ async def connect(url: str | None = None, *, namespace: str = "default",
             again (with backoff, following the new owner) while the owner of
             its slot is down or failing over; past it UnavailableError. A
             dead primary holds up only its own shard's namespaces.
+        connect_timeout: seconds to keep trying a server that refuses or
+            does not answer the first connection (default
+            ``REDISMEM_CONNECT_TIMEOUT``, else 10; 0 = one attempt). The
+            first retry is said once on the ``redismem.connect`` logger.
 
     Raises:
         InvalidIdError: the namespace or principal is not a valid id.
@@ -370,8 +375,8 @@ async def connect(url: str | None = None, *, namespace: str = "default",
         EvictionPolicyError: the server may evict keys (see ``allow_eviction``).
         LibraryVersionError: the server holds a newer Lua library.
         ServerNotFoundError: no URL and no embedded server binary.
-        UnavailableError: no node answered (on a cluster: within
-            ``cluster_timeout``).
+        UnavailableError: no node answered within ``connect_timeout`` (on a
+            cluster, by default: ``cluster_timeout``).
     """
     check.check_id("namespace", namespace)
     if durability not in ("primary", "replica"):
@@ -387,7 +392,8 @@ async def connect(url: str | None = None, *, namespace: str = "default",
             f"cluster_timeout must be 0.1..3600 seconds, got {cluster_timeout!r}")
     who = check.check_id("principal", principal if principal is not None else default_principal())
     resolved = await resolve_url(url)
-    client = await open_client(resolved, cluster_timeout=float(cluster_timeout))
+    client = await open_client(resolved, cluster_timeout=float(cluster_timeout),
+                               timeout=connect_timeout)
     try:
         backend = "memory" if resolved.startswith(MEMORY_URL) else "redis"
         if backend == "redis":

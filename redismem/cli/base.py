@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable, Coroutine
@@ -14,10 +15,11 @@ from typing import Any, TypeVar
 import click
 import redis
 
-from ..client import open_client, redact
+from ..client import connecting, open_client, redact
 from ..errors import RedisMemError
 from ..library import bundled, server_version
 from ..memory import Memory, connect
+from ..retries import CONNECT_TIMEOUT, CONNECT_TIMEOUT_ENV
 from ..scope import MemoryScope
 from ..store import RedisMemoryStore
 
@@ -127,8 +129,25 @@ class _Group(click.Group):
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True,
               callback=lambda ctx, _, wanted: _version_flag(ctx, wanted),
               help="Print what `redismem version` prints and exit.")
-def main() -> None:
+@click.option("--connect-timeout", type=click.FloatRange(min=0), default=None,
+              metavar="SECONDS",
+              help="How long to keep trying a server that refuses or does not answer "
+                   f"(default ${CONNECT_TIMEOUT_ENV}, else {CONNECT_TIMEOUT:g}; 0 = once).")
+def main(connect_timeout: float | None) -> None:
     """redismem: shared, durable memory for fleets of agent workers, in Redis."""
+    if connect_timeout is not None:
+        os.environ[CONNECT_TIMEOUT_ENV] = repr(connect_timeout)
+    _say_retries()
+
+
+def _say_retries() -> None:
+    """A retried first connection is one line on stderr."""
+    if not connecting.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        connecting.addHandler(handler)
+        connecting.setLevel(logging.WARNING)
+        connecting.propagate = False
 
 
 def json_arg(text: str, what: str) -> Any:
