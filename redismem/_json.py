@@ -122,8 +122,37 @@ def dumps(value: Any) -> tuple[str, int]:
     except RecursionError:
         raise JsonRuleError(f"nested deeper than {MAX_DEPTH} levels") from None
     except (TypeError, ValueError) as exc:
+        _check_keys(value)  # mixed key types fail to sort: say which key
         raise JsonRuleError(f"not JSON-serialisable: {exc}") from None
-    # the two rules json.dumps does not enforce, checked only when they can apply
+    # the rules json.dumps does not enforce, checked only when they can apply:
+    # it writes a key that is a number, true, false or null as a string
+    if _CONVERTED_KEY.search(text):
+        _check_keys(value)
     if text.count("[") + text.count("{") > MAX_DEPTH or _LONG_NUMBER.search(text):
         loads(text)
     return text, size
+
+
+_CONVERTED_KEY = re.compile(r'"(?:-?[0-9][^"\\]*|true|false|null|NaN|-?Infinity)":')
+
+
+def _check_keys(value: Any) -> None:
+    """Every object key is a string (json.dumps turns 1, True and None into
+    "1", "true" and "null", so {1: 'a', '1': 'b'} would lose a member).
+
+    Raises:
+        JsonRuleError: naming the first key that is not.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    raise JsonRuleError(
+                        f"an object key must be a string, got {key!r} "
+                        f"({type(key).__name__}): convert it, e.g. str({key!r})")
+                if isinstance(child, dict | list | tuple):
+                    stack.append(child)
+        elif isinstance(item, list | tuple):
+            stack.extend(child for child in item if isinstance(child, dict | list | tuple))

@@ -117,11 +117,15 @@ def ttl_arg(ttl_seconds: object) -> str:
         return ""
     if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int | float):
         raise InvalidTTLError(f"ttl_seconds must be a number, got {ttl_seconds!r}")
-    if not math.isfinite(ttl_seconds) or ttl_seconds <= 0:
-        raise InvalidTTLError(f"ttl_seconds must be positive, got {ttl_seconds!r}")
+    most = limits.MAX_TTL_MS // 1000
+    if math.isnan(ttl_seconds) or ttl_seconds <= 0:
+        raise InvalidTTLError(f"ttl_seconds must be a positive number of seconds, got "
+                              f"{ttl_seconds!r} (None: no expiry)")
+    if math.isinf(ttl_seconds) or math.ceil(ttl_seconds * 1000) > limits.MAX_TTL_MS:
+        raise InvalidTTLError(f"ttl_seconds must be at most {most} (about "
+                              f"{most // 86400 // 365} years), got {ttl_seconds!r}; None "
+                              "means no expiry")
     ms = math.ceil(ttl_seconds * 1000)
-    if ms > limits.MAX_TTL_MS:
-        raise InvalidTTLError(f"ttl_seconds must be at most {limits.MAX_TTL_MS // 1000}")
     return str(ms)
 
 

@@ -96,6 +96,8 @@ that too but costs ~9 us on every call). Redis' own maxclients is 10,000."""
 
 CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 """URL schemes of a Redis Cluster, and the scheme of one of its nodes."""
+SCHEMES = ("redis", "rediss", "unix", *CLUSTER_SCHEMES)
+"""The URL schemes of a server (``memory://`` aside)."""
 
 
 _BY_INDEX_NAME = CommandPolicies(request_policy=RequestPolicy.DEFAULT_KEYED,
@@ -242,8 +244,12 @@ async def open_client(url: str, *, cluster_timeout: float = CLUSTER_TIMEOUT,
     """
     if url.startswith(MEMORY_URL):
         return _memory_client()
+    scheme = url.split("://", 1)[0] if "://" in url else ""
+    if scheme not in SCHEMES:
+        raise InvalidArgumentError(
+            f"the URL {redact(url)!r} has no scheme redismem knows: use one of "
+            f"{', '.join(s + '://' for s in SCHEMES)} or {MEMORY_URL}")
     bound = connect_timeout(timeout)
-    scheme = url.split("://", 1)[0]
     if scheme in CLUSTER_SCHEMES:
         return await _ready(_cluster_client(url, scheme, cluster_timeout),
                             bound if timeout is not None else None)

@@ -25,6 +25,7 @@ import fcntl
 import hashlib
 import importlib.util
 import json
+import logging
 import os
 import random
 import secrets
@@ -264,6 +265,8 @@ class EmbeddedServer:
             raise ValueError(f"appendfsync must be 'always' or 'everysec', got {appendfsync!r}")
         self.appendfsync = appendfsync
         self.port = port
+        self.spawned = False
+        """Whether :meth:`start` started the server (rather than found it)."""
 
     @property
     def _state_path(self) -> Path:
@@ -356,6 +359,7 @@ class EmbeddedServer:
                 return state
             state = self._spawn(timeout)
             self._remember(state)
+            self.spawned = True
             return state
 
     def _spawn(self, timeout: float) -> ServerState:
@@ -454,7 +458,20 @@ class EmbeddedServer:
                 time.sleep(0.01)
 
 
+started = logging.getLogger("redismem.server")
+"""Says when a caller without a URL starts the embedded server (Python's
+last-resort handler prints it on stderr; so does the command line)."""
+
+
 def ensure_running(data_dir: str | os.PathLike[str] | None = None, *,
                    appendfsync: AppendFsync | None = None) -> str:
-    """The URL of the embedded server of ``data_dir``, started if needed."""
-    return EmbeddedServer(data_dir, appendfsync=appendfsync).start().url
+    """The URL of the embedded server of ``data_dir``, started if needed
+    (then said once on the ``redismem.server`` logger: where, and how to
+    stop it)."""
+    embedded = EmbeddedServer(data_dir, appendfsync=appendfsync)
+    state = embedded.start()
+    if embedded.spawned:
+        started.warning("started the embedded Redis server at 127.0.0.1:%d (data in %s); "
+                        "it keeps running: stop it with `redismem down`", state.port,
+                        embedded.data_dir)
+    return state.url

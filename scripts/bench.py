@@ -78,10 +78,25 @@ async def compare(n: int, raw_op: Callable[[int], Awaitable[Any]],
     return statistics.median(raw_rates), statistics.median(rm_rates)
 
 
+class Progress(list[dict[str, Any]]):
+    """Rows of results that, once a run has taken a few seconds, say on
+    stderr each one measured and the time so far."""
+
+    QUIET_FOR = 3.0
+    started = time.monotonic()
+
+    def append(self, row: dict[str, Any]) -> None:
+        super().append(row)
+        elapsed = time.monotonic() - Progress.started
+        if elapsed >= self.QUIET_FOR:
+            print(f"[{elapsed:6.1f} s] measured: {row.get('op', '?')}", file=sys.stderr,
+                  flush=True)
+
+
 async def bench_kv(url: str, n: int) -> list[dict[str, Any]]:
     ns = "bench" + uuid.uuid4().hex[:8]
     raw = Redis.from_url(url)
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = Progress()
     async with await redismem.connect(url, namespace=ns, principal="bench") as mem:
         scope = mem.session("s")
         value = {"note": "pack passports", "n": 1}
@@ -164,7 +179,7 @@ async def _kv_as_writer(url: str, ns: str, admin: Redis, mem: redismem.Memory,
     await users.add_user(admin, name, acl.Role("writer", ns), password=password)
     host, port = admin.connection_pool.connection_kwargs["host"], \
         admin.connection_pool.connection_kwargs["port"]
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = Progress()
     try:
         async with await redismem.connect(f"redis://{name}:{password}@{host}:{port}/0",
                                           namespace=ns) as writer:
@@ -237,7 +252,7 @@ def _watch_in_thread(url: str, ns: str, received: dict[int, float], ready: threa
 
 async def bench_feed(url: str, n: int) -> list[dict[str, Any]]:
     ns = "bench" + uuid.uuid4().hex[:8]
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = Progress()
     async with await redismem.connect(url, namespace=ns, principal="bench") as mem:
         scope = mem.global_scope()
         for label, poll, count, gap in (("watch (XREAD BLOCK)", None, n, 0.0),
@@ -290,7 +305,7 @@ async def bench_feed(url: str, n: int) -> list[dict[str, Any]]:
 async def bench_store(url: str, n: int) -> list[dict[str, Any]]:
     ns = "bench" + uuid.uuid4().hex[:8]
     raw = Redis.from_url(url)
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = Progress()
     async with redismem.RedisMemoryStore(url, namespace=ns, principal="bench") as store:
         def event(thread: str, i: int) -> redismem.MemoryEvent:
             return redismem.MemoryEvent(f"e{i}", thread, "u1", "message", 1_700_000_000_000 + i,
@@ -370,7 +385,7 @@ async def bench_transfer(url: str, n: int) -> list[dict[str, Any]]:
     ns = "bench" + uuid.uuid4().hex[:8]
     raw = Redis.from_url(url)
     rng = np.random.default_rng(5)
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = Progress()
     async with redismem.RedisMemoryStore(url, namespace=ns, principal="bench") as store:
         mem = store.memory
         for s in range(10):
@@ -514,7 +529,7 @@ async def bench_stall(url: str, n: int) -> list[dict[str, Any]]:
     runs: the largest calls the namespace's max_call_bytes lets through, and
     trimming ``n`` events from the feed."""
     ns = "bench" + uuid.uuid4().hex[:8]
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = Progress()
     rng = np.random.default_rng(1)
     async with await redismem.connect(url, namespace=ns, principal="bench") as mem:
         budget = int((await mem.settings())["max_call_bytes"]) - 16 * 1024  # room for keys
@@ -638,7 +653,7 @@ async def bench_json(url: str, n: int) -> list[dict[str, Any]]:
     is an array of one repeated token, at 1 KiB, 64 KiB and 1 MiB: the Lua
     JSON check must be linear in the value's size."""
     ns = "bench" + uuid.uuid4().hex[:8]
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = Progress()
     async with await redismem.connect(url, namespace=ns, principal="bench") as mem:
         client = mem.client
         await client.config_set("slowlog-log-slower-than", 0)
@@ -720,7 +735,7 @@ async def bench_cluster(url: str, cluster_url: str, n: int) -> list[dict[str, An
     once on each."""
     ns = "bench" + uuid.uuid4().hex[:8]
     rng = np.random.default_rng(7)
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = Progress()
     async with await redismem.connect(url, namespace=ns) as one, \
             await redismem.connect(cluster_url, namespace=ns) as many:
         scopes = {"standalone": one.session("s"), "cluster": many.session("s")}

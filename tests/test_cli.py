@@ -78,10 +78,10 @@ def test_value_commands(redis_url: str, ns: str) -> None:
     assert json.loads(out.output) == {"key": "notes", "value": ["a"], "revision": 1,
                                       "found": True}
     out = runner.invoke(main, ["set", *base, "--scope", "session:s1", "notes", "plain text",
-                               "--expected-revision", "1"])
+                               "--expected-revision", "1", "--string"])
     assert out.output.strip() == "revision 2"
     out = runner.invoke(main, ["keys", *base, "--scope", "session:s1", "--json"])
-    assert json.loads(out.output) == ["notes"]
+    assert json.loads(out.output) == {"keys": ["notes"], "next_cursor": None}
     out = runner.invoke(main, ["del", *base, "--scope", "session:s1", "notes"])
     assert out.output.strip() == "deleted"
     out = runner.invoke(main, ["get", *base, "--scope", "session:s1", "notes"])
@@ -155,7 +155,8 @@ def test_changes_follow_through_console_script(redis_url: str, ns: str) -> None:
     exe = shutil.which("redismem")
     assert exe is not None
     with subprocess.Popen([exe, "changes", "--url", redis_url, "--namespace", ns, "--follow",
-                           "--json", "--pattern", "live:*"], stdout=subprocess.PIPE,
+                           "--from", "0", "--json", "--pattern", "live:*"],
+                          stdout=subprocess.PIPE,
                           text=True) as follower:
         try:
             for key in ("other", "live:1"):
@@ -178,7 +179,7 @@ def test_vector_commands(redis_url: str, ns: str) -> None:
 
     asyncio.run(seed())
     out = runner.invoke(main, ["vectors", "list", *base, "--json"])
-    assert json.loads(out.output) == ["blue", "red"]
+    assert json.loads(out.output) == {"keys": ["blue", "red"], "next_cursor": None}
     out = runner.invoke(main, ["vectors", "get", *base, "blue", "--json"])
     assert json.loads(out.output) == {"key": "blue", "embedding": [1.0, 0.0, 0.0],
                                       "metadata": {"colour": "blue"}, "revision": 1,
@@ -195,7 +196,7 @@ def test_vector_commands(redis_url: str, ns: str) -> None:
     bad = run_script("vectors", "search", *base, "[0, 0, 0]")
     assert bad.returncode == 1 and bad.stderr.startswith("Error: InvalidVectorError")
     bad = run_script("vectors", "search", *base, "not json")
-    assert bad.returncode == 1 and "QUERY is not valid JSON" in bad.stderr
+    assert bad.returncode == 2 and "QUERY is not valid JSON" in bad.stderr
 
 
 def test_thread_and_ltm_commands(redis_url: str, ns: str) -> None:
@@ -213,7 +214,8 @@ def test_thread_and_ltm_commands(redis_url: str, ns: str) -> None:
     out = runner.invoke(main, ["threads", "list", *base, "--json"])
     assert [(r["thread_id"], r["events"]) for r in json.loads(out.output)] == [("chat", 6)]
     out = runner.invoke(main, ["threads", "show", *base, "chat", "--limit", "2"])
-    assert out.output.splitlines() == ['4 message e4 {"i": 4}', '5 message e5 {"i": 5}']
+    assert out.output.splitlines() == ['1970-01-01T00:00:00.004Z message e4 {"i": 4}',
+                                       '1970-01-01T00:00:00.005Z message e5 {"i": 5}']
     out = runner.invoke(main, ["threads", "compact", *base, "chat", "--max-events", "2",
                                "--keep-type", "trace", "--json"])
     assert json.loads(out.output) == {"events_removed": 4, "events_kept": 2}

@@ -70,7 +70,7 @@ def cases(ns: str, tmp: Path) -> dict[tuple[str, ...], tuple[list[str], Callable
         ("set",): ([*s1, "cli", '{"a": 1}', "--json"],
                    lambda out: json.loads(out) == {"key": "cli", "revision": 1}),
         ("get",): ([*s1, "cli", "--json"], lambda out: json.loads(out)["value"] == {"a": 1}),
-        ("keys",): ([*s1, "--json"], lambda out: "cli" in json.loads(out)),
+        ("keys",): ([*s1, "--json"], lambda out: "cli" in json.loads(out)["keys"]),
         ("del",): ([*s1, "cli", "--json"], lambda out: json.loads(out)["deleted"] is True),
         ("incr",): ([*s1, "hits", "--by", "5", "--json"],
                     lambda out: json.loads(out) == {"key": "hits", "value": 5, "revision": 1}),
@@ -80,6 +80,17 @@ def cases(ns: str, tmp: Path) -> dict[tuple[str, ...], tuple[list[str], Callable
                      lambda out: json.loads(out) == {"key": "prefs", "revision": 1}),
         ("changes",): ([*n, "--after", "1", "--json"],
                        lambda out: json_lines(out)[0]["sequence"] == 2),
+        ("watch",): ([*n, "--from", "1", "--count", "1", "--json"],
+                     lambda out: [e["sequence"] for e in json_lines(out)] == [2]),
+        ("scopes",): ([*n, "--kind", "session", "--json"],
+                      lambda out: [r["scope_id"] for r in json.loads(out)] == [
+                                   "chat", "s1", "s2"]),
+        ("config", "get"): ([*n, "feed_max_bytes", "--json"],
+                            lambda out: list(json.loads(out)) == ["feed_max_bytes"]),
+        ("config", "set"): ([*n, "max_value_bytes", "2000000", "--json"],
+                            lambda out: json.loads(out)["max_value_bytes"] == 2_000_000),
+        ("ltm", "users"): ([*n, "--json"],
+                           lambda out: {"user_id": "u1", "memories": 2} in json.loads(out)),
         ("trim",): ([*n, "--json"], lambda out: json.loads(out)["trimmed"] == 0),
         ("export",): ([*n, "-o", dump, "--json"],
                       lambda out: json.loads(out)["exported"]["value"] == 11),
@@ -88,7 +99,8 @@ def cases(ns: str, tmp: Path) -> dict[tuple[str, ...], tuple[list[str], Callable
         ("vectors", "set"): ([*s1, "green", "[0, 1, 0.5]", "--metadata", '{"colour": "green"}',
                               "--json"], lambda out: json.loads(out)["revision"] == 1),
         ("vectors", "list"): ([*s1, "--json"],
-                              lambda out: json.loads(out) == ["blue", "green", "teal", "tiny"]),
+                              lambda out: json.loads(out)["keys"] == [
+                                  "blue", "green", "teal", "tiny"]),
         ("vectors", "get"): ([*s1, "blue", "--json"],
                              lambda out: json.loads(out)["embedding"] == [1.0, 0.0, 0.0]),
         ("vectors", "search"): ([*s1, "[1, 0, 0]", "--top-k", "1", "--json"],
@@ -165,13 +177,13 @@ def test_every_command_fails_in_one_line(redis_url: str, tmp_path: Path) -> None
         if path == ("users", "add"):
             args += ["--role", "reader", "--namespace", "x"]
         if any(p.name == "url" for p in command.params):
-            expected = "Error 111" if path != ("import",) else "No such file"
+            expected = "Error 111" if path != ("import",) else "does not exist"
             runs.append((path, ["--url", UNREACHABLE, *args], expected))
         else:
             runs.append((path, ["--data-dir", "/proc/version"], "Error: "))
     at = ["--url", redis_url]
-    runs += [(("get",), [*at, "--scope", "team:x", "k"], "--scope: the kind must be one of"),
-             (("set",), [*at, "k"], "Missing argument 'VALUE'"),
+    runs += [(("get",), [*at, "--scope", "team:x", "k"], "the kind must be one of"),
+             (("set",), [*at, "k"], "missing VALUE (or --file F)"),
              (("nosuch",), [], "No such command 'nosuch'"),
              (("vectors", "search"), [*at, "[1, 0]", "--top-k", "many"], "'many' is not a valid"),
              (("threads", "show"), [*at, "bad:thread"], "InvalidIdError"),

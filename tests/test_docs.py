@@ -71,3 +71,22 @@ def test_every_relative_link_leads_somewhere() -> None:
 
 def test_the_readme_is_a_guide_not_a_log() -> None:
     assert len((REPO / "README.md").read_text().splitlines()) <= 400
+
+
+def test_every_public_type_has_a_table_of_its_fields() -> None:
+    """docs/python-api.md lists each public dataclass's fields, all of them,
+    in order, so a new field cannot go undocumented."""
+    import dataclasses
+
+    import redismem
+
+    text = (REPO / "docs" / "python-api.md").read_text()
+    types = [name for name in redismem.__all__
+             if dataclasses.is_dataclass(getattr(redismem, name))]
+    assert len(types) >= 13
+    for name in types:
+        found = re.search(rf"\*\*`{name}`\*\*[^\n]*\n\n\| field \|.*?\n\|---.*?\n((?:\|.*\n)+)",
+                          text)
+        assert found, f"no table of {name}'s fields"
+        documented = re.findall(r"^\| `(\w+)` \|", found.group(1), re.M)
+        assert documented == [f.name for f in dataclasses.fields(getattr(redismem, name))], name

@@ -70,7 +70,8 @@ async def test_status_on_a_bare_server_loads_nothing(plain_redis: str) -> None:
         assert await client.function_list() == []
     finally:
         await client.aclose()
-    assert "library: version None loaded" in run_script("status", url=plain_redis).stdout
+    assert "library: not loaded (this package ships version" in run_script(
+        "status", url=plain_redis).stdout
 
 
 async def test_load_functions_then_import_into_a_plain_redis(redis_url: str, ns: str,

@@ -388,7 +388,7 @@ def test_export_import_commands(server_url: str, source: redismem.RedisMemorySto
     assert refused.returncode == 1 and refused.stderr.count("\n") == 1
     assert "InvalidExportError: line 36: not JSON" in refused.stderr
     missing = run_script("import", str(tmp_path / "nope.jsonl"), url=server_url)
-    assert missing.returncode == 1 and "No such file" in missing.stderr
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
     assert missing.stderr.count("\n") == 1
 
 

@@ -2,7 +2,7 @@
 :mod:`.base`, the commands by group in the other modules, each imported here
 so that it registers with :data:`main`."""
 
-from . import admin, data, store, transfer, vectors
+from . import admin, data, namespace, store, transfer, users, vectors
 from .base import main
 
-__all__ = ["admin", "data", "main", "store", "transfer", "vectors"]
+__all__ = ["admin", "data", "main", "namespace", "store", "transfer", "users", "vectors"]

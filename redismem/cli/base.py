@@ -4,19 +4,22 @@ coroutine, printing text or JSON, the scope and connection of a command."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import functools
 import json
 import logging
 import os
 import sys
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 import redis
 
+from .. import server
+from .._validate import check_id
 from ..client import connecting, open_client, redact
-from ..errors import RedisMemError
+from ..errors import CursorExpiredError, InvalidArgumentError, RedisMemError
 from ..library import bundled, server_version
 from ..memory import Memory, connect
 from ..retries import CONNECT_TIMEOUT, CONNECT_TIMEOUT_ENV
@@ -29,21 +32,76 @@ T = TypeVar("T")
 _SCOPES = ("session", "actor", "workflow", "global")
 
 
+EXIT_REFUSED = 1
+"""A refused operation: a conflict, a bad value, a server that said no."""
+EXIT_USAGE = 2
+"""A usage error: an unknown option, a --scope or JSON argument that does
+not parse, a missing input file."""
+EXIT_CURSOR_EXPIRED = 3
+"""A saved feed cursor older than the retained feed (``changes --from SEQ``)."""
+EXIT_OUTPUT_CLOSED = 141
+"""The reader of standard output went away (``| head``), as for Unix tools
+killed by SIGPIPE: nothing is printed."""
+
+
+class CommandError(click.ClickException):
+    """A refused operation: its redismem error ``code`` and exit code."""
+
+    def __init__(self, message: str, code: str, exit_code: int = EXIT_REFUSED) -> None:
+        super().__init__(message)
+        self.code = code
+        self.exit_code = exit_code
+
+
+class OutputClosed(Exception):
+    """Standard output's reader went away."""
+
+
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro``; turn our errors and connection failures into one line, exit 1."""
+    """Run ``coro``; turn our errors and connection failures into one line, exit 1
+    (3 for an expired cursor)."""
     try:
         return asyncio.run(coro)
     except KeyboardInterrupt:
         raise click.exceptions.Exit(130) from None
-    except (RedisMemError, ValueError, redis.RedisError, OSError) as exc:
-        raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
+    except BrokenPipeError:
+        raise OutputClosed from None
+    except RedisMemError as exc:
+        raise CommandError(f"{type(exc).__name__}: {exc}", exc.code,
+                           EXIT_CURSOR_EXPIRED if isinstance(exc, CursorExpiredError)
+                           else EXIT_REFUSED) from None
+    except (ValueError, redis.RedisError, OSError) as exc:
+        code = ("invalid_argument" if isinstance(exc, ValueError) else
+                "unavailable" if isinstance(exc, redis.ConnectionError | redis.TimeoutError)
+                else "redis_error" if isinstance(exc, redis.RedisError) else "os_error")
+        raise CommandError(f"{type(exc).__name__}: {exc}", code) from None
+
+
+def say(text: str) -> None:
+    """One line on standard output."""
+    try:
+        click.echo(text)
+    except BrokenPipeError:
+        raise OutputClosed from None
 
 
 def emit(data: Any, as_json: bool, text: Callable[[Any], str] | None = None) -> None:
-    if as_json:
-        click.echo(json.dumps(data, sort_keys=True, default=str))
-    else:
-        click.echo(text(data) if text else data)
+    """``data`` as one line of JSON, or as ``text(data)``; an empty text
+    prints nothing (so that ``| wc -l`` counts), or ``(none)`` on a terminal."""
+    shown = json.dumps(data, sort_keys=True, default=str) if as_json else (
+        text(data) if text else str(data))
+    if shown:
+        say(shown)
+    elif sys.stdout.isatty():
+        say("(none)")
+
+
+def iso_ms(ms: int | float | None) -> str:
+    """Epoch milliseconds as an ISO 8601 UTC time, to the millisecond."""
+    if ms is None:
+        return "-"
+    moment = datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 url_option = click.option("--url", envvar="REDISMEM_URL", default=None,
@@ -57,7 +115,25 @@ namespace_option = click.option("--namespace", "-n", default="default", show_def
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
 
+def scope_spec(_ctx: click.Context, _param: click.Parameter, spec: str | None) -> str | None:
+    """A --scope checked before anything connects: a usage error names the problem."""
+    if spec is None:
+        return None
+    kind, _, sid = spec.partition(":")
+    if kind not in _SCOPES:
+        raise click.BadParameter(f"the kind must be one of {', '.join(_SCOPES)}, got {kind!r}")
+    if kind in ("session", "workflow") and not sid:
+        raise click.BadParameter(f"a {kind} scope needs an id: {kind}:ID")
+    if sid and kind != "global":
+        try:
+            check_id("scope id", sid)
+        except InvalidArgumentError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return spec
+
+
 scope_option = click.option("--scope", "-s", "scope_spec", default="global", show_default=True,
+                            callback=scope_spec,
                             help="Scope as KIND[:ID], e.g. session:s-42, actor:bob, global.")
 
 
@@ -69,17 +145,21 @@ def scoped_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def scope_of(mem: Memory, spec: str) -> MemoryScope:
+    """The scope ``--scope KIND[:ID]`` names; a usage error when it names none."""
     kind, _, sid = spec.partition(":")
     if kind not in _SCOPES:
-        raise click.ClickException(f"--scope: the kind must be one of {', '.join(_SCOPES)}, "
-                                   f"got {kind!r}")
-    if kind == "global":
-        return mem.global_scope()
-    if kind == "actor":
-        return mem.actor(sid or None)
-    if not sid:
-        raise click.ClickException(f"--scope: a {kind} scope needs an id: {kind}:ID")
-    return mem.session(sid) if kind == "session" else mem.workflow(sid)
+        raise click.UsageError(f"--scope: the kind must be one of {', '.join(_SCOPES)}, "
+                               f"got {kind!r}")
+    if kind in ("session", "workflow") and not sid:
+        raise click.UsageError(f"--scope: a {kind} scope needs an id: {kind}:ID")
+    try:
+        if kind == "global":
+            return mem.global_scope()
+        if kind == "actor":
+            return mem.actor(sid or None)
+        return mem.session(sid) if kind == "session" else mem.workflow(sid)
+    except InvalidArgumentError as exc:
+        raise click.UsageError(f"--scope: {exc}") from None
 
 
 def with_memory(fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
@@ -101,28 +181,50 @@ class _Group(click.Group):
     stderr and a non-zero exit code, never a traceback (``REDISMEM_DEBUG=1``
     shows the traceback of an unexpected one)."""
 
-    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+    def main(self, args: Any = None, *rest: Any, standalone_mode: bool = True,
+             **kwargs: Any) -> Any:
         run: Any = super().main  # typed as never returning when standalone
         if not standalone_mode:
-            return run(*args, standalone_mode=False, **kwargs)
+            return run(args, *rest, standalone_mode=False, **kwargs)
+        words = list(sys.argv[1:] if args is None else args)
+        as_json = "--json" in words[:words.index("--")] if "--" in words else "--json" in words
         try:
-            result = run(*args, standalone_mode=False, **kwargs)
+            result = run(words, *rest, standalone_mode=False, **kwargs)
+        except (OutputClosed, BrokenPipeError):
+            _silence_stdout()
+            sys.exit(EXIT_OUTPUT_CLOSED)
         except click.exceptions.Abort:
-            click.echo("Error: aborted", err=True)
-            sys.exit(1)
+            _fail("aborted", "aborted", EXIT_REFUSED, as_json)
         except click.ClickException as exc:
             hint = ""
             if isinstance(exc, click.UsageError) and exc.ctx is not None:
                 hint = f" (see {exc.ctx.command_path} --help)"
-            click.echo(f"Error: {exc.format_message()}{hint}", err=True)
-            sys.exit(exc.exit_code)
+            code = getattr(exc, "code", "usage" if isinstance(exc, click.UsageError)
+                           else "error")
+            _fail(exc.format_message() + hint, code, exc.exit_code, as_json)
         except Exception as exc:
             if os.environ.get("REDISMEM_DEBUG"):
                 raise
-            click.echo(f"Error: unexpected {type(exc).__name__}: {exc} "
-                       "(REDISMEM_DEBUG=1 shows the traceback)", err=True)
-            sys.exit(1)
+            _fail(f"unexpected {type(exc).__name__}: {exc} (REDISMEM_DEBUG=1 shows the "
+                  "traceback)", "unexpected", EXIT_REFUSED, as_json)
         sys.exit(result if isinstance(result, int) else 0)
+
+
+def _fail(message: str, code: str, exit_code: int, as_json: bool) -> NoReturn:
+    """The error: one line on stderr, ``{"error": code, "message": ...}`` with --json."""
+    click.echo(json.dumps({"error": code, "message": message}) if as_json
+               else f"Error: {message}", err=True)
+    sys.exit(exit_code)
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null, so that the interpreter's last
+    flush does not complain about the closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 @click.group(cls=_Group)
@@ -134,27 +236,38 @@ class _Group(click.Group):
               help="How long to keep trying a server that refuses or does not answer "
                    f"(default ${CONNECT_TIMEOUT_ENV}, else {CONNECT_TIMEOUT:g}; 0 = once).")
 def main(connect_timeout: float | None) -> None:
-    """redismem: shared, durable memory for fleets of agent workers, in Redis."""
+    """redismem: shared, durable memory for fleets of agent workers, in Redis.
+
+    \b
+    Exit codes: 0 done; 1 refused (a conflict, a bad value, a server that
+    said no); 2 a usage error (an unknown option, a --scope or JSON
+    argument that does not parse, a missing input file); 3 an expired feed
+    cursor (changes --from SEQ); 141 standard output was closed (| head).
+    An error is one line on stderr; with --json one JSON object,
+    {"error": CODE, "message": ...}."""
     if connect_timeout is not None:
         os.environ[CONNECT_TIMEOUT_ENV] = repr(connect_timeout)
     _say_retries()
 
 
 def _say_retries() -> None:
-    """A retried first connection is one line on stderr."""
-    if not connecting.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        connecting.addHandler(handler)
-        connecting.setLevel(logging.WARNING)
-        connecting.propagate = False
+    """A retried first connection, or an embedded server a command started,
+    is one line on stderr."""
+    for logger in (connecting, server.started):
+        if not logger.handlers:
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter("%(message)s"))
+            logger.addHandler(handler)
+            logger.setLevel(logging.WARNING)
+            logger.propagate = False
 
 
-def json_arg(text: str, what: str) -> Any:
+def json_arg(text: str, what: str, hint: str = "") -> Any:
+    """``text`` parsed as JSON; a usage error naming ``what`` when it is not."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise click.ClickException(f"{what} is not valid JSON: {exc}") from None
+        raise click.UsageError(f"{what} is not valid JSON: {exc}{hint}") from None
 
 
 def with_store(fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:

@@ -1,25 +1,32 @@
 """Commands on values and the change feed: get, set, incr, append, merge, del,
-keys, changes, and the demo."""
+keys, changes and watch, and the demo."""
 
 from __future__ import annotations
 
 import dataclasses
 import fnmatch
 import json
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
 
+from .. import feed
+from ..errors import CursorExpiredError
 from ..memory import Memory
 from ..types import MemoryChangeEvent
 from .base import (
     emit,
+    iso_ms,
     json_arg,
     json_option,
     main,
     namespace_option,
+    say,
     scope_of,
+    scope_spec,
     scoped_options,
     url_option,
     with_memory,
@@ -39,18 +46,33 @@ async def get_cmd(mem: Memory, scope_spec: str, key: str, as_json: bool) -> None
 
 @main.command("set")
 @scoped_options
-@click.option("--ttl", type=float, default=None, help="Expire after this many seconds.")
-@click.option("--expected-revision", type=int, default=None, help="Write only at this revision.")
+@click.option("--ttl", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Expire after this many seconds.")
+@click.option("--expected-revision", type=click.IntRange(min=0), default=None,
+              help="Write only if the key is at this revision (0: only if absent).")
+@click.option("--string", "as_string", is_flag=True,
+              help="Store the text as a string, not as JSON.")
+@click.option("--file", "from_file", type=click.Path(exists=True, dir_okay=False),
+              default=None, help="Read the value from this file (instead of VALUE).")
 @click.argument("key")
-@click.argument("value")
+@click.argument("value", required=False)
 @with_memory
-async def set_cmd(mem: Memory, scope_spec: str, key: str, value: str, ttl: float | None,
-                  expected_revision: int | None, as_json: bool) -> None:
-    """Write KEY = VALUE (VALUE is JSON; plain text is stored as a string)."""
-    try:
-        parsed = json.loads(value)
-    except json.JSONDecodeError:
-        parsed = value
+async def set_cmd(mem: Memory, scope_spec: str, key: str, value: str | None, ttl: float | None,
+                  expected_revision: int | None, as_string: bool, from_file: str | None,
+                  as_json: bool) -> None:
+    """Write KEY = VALUE. VALUE is JSON ('{"a": 1}', '"text"', 3); with
+    --string, any text. VALUE - reads standard input; --file F reads F
+    (for values past the shell's argument limit)."""
+    if (value is None) == (from_file is None):
+        raise click.UsageError("give VALUE (- for standard input) or --file F, not both"
+                               if value is not None else "missing VALUE (or --file F)")
+    if from_file is not None:
+        text, what = Path(from_file).read_text(encoding="utf-8"), f"the file {from_file}"
+    elif value == "-":
+        text, what = sys.stdin.read(), "standard input"
+    else:
+        text, what = str(value), "VALUE"
+    parsed = text if as_string else json_arg(text, what, hint="; --string stores text as is")
     revision = await scope_of(mem, scope_spec).set(key, parsed, ttl_seconds=ttl,
                                                  expected_revision=expected_revision)
     emit({"key": key, "revision": revision}, as_json, lambda d: f"revision {d['revision']}")
@@ -120,23 +142,51 @@ async def del_cmd(mem: Memory, scope_spec: str, key: str, expected_revision: int
           lambda d: "deleted" if d["deleted"] else "(absent)")
 
 
+max_keys_option = click.option(
+    "--max-keys", type=click.IntRange(min=1), default=10_000, show_default=True,
+    help="Print at most this many; when more exist, say how to go on.")
+cursor_option = click.option(
+    "--cursor", default=None,
+    help="Go on from where an earlier --max-keys stopped (the cursor it gave).")
+
+
+async def print_keys(mem: Memory, scope_spec: str, prefix: str | None, kind: Any,
+                     max_keys: int, cursor: str | None, as_json: bool) -> None:
+    """Up to ``max_keys`` names from ``cursor`` on, one a line (JSON: keys and
+    the cursor to go on with), and on stderr how to go on when more exist."""
+    scope = scope_of(mem, scope_spec)
+    names: list[str] = []
+    while True:
+        page = await scope.keys(prefix, cursor, min(1000, max_keys - len(names)), kind)
+        names.extend(page.keys)
+        cursor = page.next_cursor
+        if cursor is None or len(names) >= max_keys:
+            break
+    if cursor is not None and not (await scope.keys(prefix, cursor, 1, kind)).keys:
+        cursor = None  # the page ended exactly at the last key
+    emit({"keys": names, "next_cursor": cursor}, as_json, lambda d: "\n".join(d["keys"]))
+    if cursor is not None and not as_json:
+        click.echo(f"(more keys: go on with --cursor {cursor})", err=True)
+
+
 @main.command("keys")
 @scoped_options
 @click.option("--prefix", default=None, help="Only keys starting with this.")
 @click.option("--kind", type=click.Choice(["value", "vector"]), default="value",
-              show_default=True)
-@click.option("--max-keys", type=int, default=100_000, show_default=True)
+              show_default=True, help="Value keys or vector keys.")
+@max_keys_option
+@cursor_option
 @with_memory
 async def keys_cmd(mem: Memory, scope_spec: str, prefix: str | None, kind: Any, max_keys: int,
-                   as_json: bool) -> None:
-    """List key names of a scope, ascending."""
-    names = await scope_of(mem, scope_spec).list_keys(prefix, kind=kind, max_keys=max_keys)
-    emit(names, as_json, "\n".join)
+                   cursor: str | None, as_json: bool) -> None:
+    """List key names of a scope, ascending, one a line. --json prints
+    {"keys": [...], "next_cursor": CURSOR or null}."""
+    await print_keys(mem, scope_spec, prefix, kind, max_keys, cursor, as_json)
 
 
 def _event_dict(event: MemoryChangeEvent) -> dict[str, Any]:
     data = dataclasses.asdict(event)
-    data["created_at"] = event.created_at.isoformat()
+    data["created_at"] = round(event.created_at.timestamp() * 1000)  # epoch ms, as elsewhere
     return data
 
 
@@ -144,50 +194,121 @@ def _event_line(event: MemoryChangeEvent) -> str:
     where = f"{event.scope}:{event.scope_id}"
     value = "" if event.action == "delete" else (
         " (value omitted)" if event.value_omitted else f" = {json.dumps(event.value)}")
-    when = event.created_at.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
+    when = iso_ms(event.created_at.timestamp() * 1000)
     return (f"{event.sequence} {when} {event.action} {event.kind} {where} {event.key} "
             f"rev {event.revision} by {event.principal}{value}")
 
 
-@main.command()
-@url_option
-@namespace_option
-@click.option("--scope", "-s", "scope_spec", default=None,
-              help="Only this scope kind (session) or scope (session:ID).")
-@click.option("--after", type=int, default=0, show_default=True, help="Start after this sequence.")
-@click.option("--pattern", "-p", "patterns", multiple=True, help="Shell-style key pattern.")
-@click.option("--follow", "-f", is_flag=True, help="Keep waiting for new events.")
-@click.option("--limit", type=int, default=1000, show_default=True,
-              help="Events per page read (without --follow).")
-@json_option
-@with_memory
-async def changes(mem: Memory, scope_spec: str | None, after: int, patterns: tuple[str, ...],
-                  follow: bool, limit: int, as_json: bool) -> None:
-    """Print change events of the namespace (JSON Lines with --json)."""
+def _from_option(_ctx: click.Context, _param: click.Parameter, text: str | None
+                 ) -> str | int | None:
+    if text is None or text in ("now", "oldest"):
+        return text
+    try:
+        seq = int(text)
+    except ValueError:
+        raise click.BadParameter(f"now, oldest or a sequence number, got {text!r}") from None
+    if seq < 0:
+        raise click.BadParameter(f"a sequence is at least 0, got {seq}")
+    return seq
+
+
+def _changes_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed((
+        url_option, namespace_option,
+        click.option("--scope", "-s", "scope_spec", default=None,
+                     callback=lambda ctx, param, spec: spec if spec in _KINDS
+                     else scope_spec(ctx, param, spec),
+                     help="Only this scope kind (session) or scope (session:ID)."),
+        click.option("--from", "start", default=None, callback=_from_option,
+                     metavar="now|oldest|SEQ",
+                     help="Where to start: after sequence SEQ (a saved cursor; exit 3 if "
+                          "it has expired), the oldest retained event, or now (only new "
+                          "events). Default: now with --follow, else oldest."),
+        click.option("--after", type=click.IntRange(min=0), default=None,
+                     help="The same as --from SEQ."),
+        click.option("--pattern", "-p", "patterns", multiple=True,
+                     help="Only keys matching this shell-style pattern (repeatable)."),
+        click.option("--limit", type=click.IntRange(1, 10_000), default=1000,
+                     show_default=True, help="Events per page read (without --follow)."),
+        click.option("--count", type=click.IntRange(min=1), default=None,
+                     help="Stop after printing this many events."),
+        json_option)):
+        fn = option(fn)
+    return fn
+
+
+_KINDS = ("session", "actor", "workflow", "global")
+
+
+async def _changes(mem: Memory, scope_spec: str | None, start: str | int | None,
+                   after: int | None, patterns: tuple[str, ...], follow: bool, limit: int,
+                   count: int | None, as_json: bool) -> None:
+    if after is not None:
+        if start is not None:
+            raise click.UsageError("give --from or --after, not both")
+        start = after
     kind, _, sid = (scope_spec or "").partition(":")
     scoped = scope_of(mem, scope_spec or "") if sid or kind == "global" else None
-    show: Callable[[MemoryChangeEvent], None] = (
-        (lambda e: click.echo(json.dumps(_event_dict(e), sort_keys=True))) if as_json
-        else (lambda e: click.echo(_event_line(e))))
+    shown = 0
+
+    def show(event: MemoryChangeEvent) -> bool:
+        """Print ``event``; whether to go on."""
+        nonlocal shown
+        say(json.dumps(_event_dict(event), sort_keys=True) if as_json else _event_line(event))
+        shown += 1
+        return count is None or shown < count
+
+    oldest = await feed.oldest_sequence(mem.client, mem.namespace)
+    if start is None:
+        start = "now" if follow else "oldest"
+    if start == "oldest":
+        cursor: int | None = oldest - 1
+    elif start == "now":
+        cursor = None
+    else:
+        cursor = int(start)
+        if cursor + 1 < oldest:
+            raise CursorExpiredError(
+                f"cursor {cursor} has expired: the feed now starts at sequence {oldest} "
+                "(events in between were trimmed); --from oldest goes on from there",
+                after=cursor, oldest_sequence=oldest)
     if follow:
-        stream = (scoped.watch(patterns or "*", after=after) if scoped
-                  else mem.watch(patterns or "*", scope=kind or None, after=after))
+        stream = (scoped.watch(patterns or "*", after=cursor) if scoped
+                  else mem.watch(patterns or "*", scope=kind or None, after=cursor))
         async for event in stream:
-            show(event)
+            if not show(event):
+                return
         return
-    cursor = after
+    cursor = await feed.current_sequence(mem.client, mem.namespace) if cursor is None else cursor
     while True:
         page = await (scoped.changes(after=cursor, limit=limit) if scoped
                       else mem.changes(after=cursor, limit=limit, scope=kind or None))
-        if cursor + 1 < page.oldest_sequence:
-            click.echo(f"warning: events after {cursor} up to {page.oldest_sequence - 1} "
-                       "were trimmed by retention", err=True)
         for event in page.items:
-            if not patterns or any(fnmatch.fnmatchcase(event.key, p) for p in patterns):
-                show(event)
+            if (not patterns or any(fnmatch.fnmatchcase(event.key, p) for p in patterns)) and (
+                    not show(event)):
+                return
         if page.next_cursor == cursor:
             return
         cursor = page.next_cursor
+
+
+@main.command()
+@_changes_options
+@click.option("--follow", "-f", is_flag=True, help="Keep waiting for new events.")
+@with_memory
+async def changes(mem: Memory, **options: Any) -> None:
+    """Print change events of the namespace, one a line (JSON Lines with
+    --json), from the oldest retained one; with --follow, new ones as they
+    come."""
+    await _changes(mem, **options)
+
+
+@main.command()
+@_changes_options
+@with_memory
+async def watch(mem: Memory, **options: Any) -> None:
+    """Print new change events as they come, one a line: changes --follow."""
+    await _changes(mem, follow=True, **options)
 
 
 @main.command()

@@ -14,6 +14,7 @@ from ..store import RedisMemoryStore
 from ..types import RetentionPolicy
 from .base import (
     emit,
+    iso_ms,
     json_option,
     main,
     namespace_option,
@@ -39,7 +40,7 @@ async def threads_list(store: RedisMemoryStore, as_json: bool) -> None:
         count = await store.memory.client.xlen(K.thread_events(store.namespace, thread))
         rows.append({"thread_id": thread, "events": count, "last_event_ms": last})
     emit(rows, as_json, lambda rs: "\n".join(
-        f"{r['thread_id']}  {r['events']} events  last event at {r['last_event_ms']}"
+        f"{r['thread_id']}  {r['events']} events  last event at {iso_ms(r['last_event_ms'])}"
         for r in rs))
 
 
@@ -55,15 +56,18 @@ async def threads_show(store: RedisMemoryStore, thread_id: str, limit: int,
     """The most recent events of THREAD_ID, oldest first."""
     events = [dataclasses.asdict(e) for e in await store.get_recent_events(thread_id, limit)]
     emit(events, as_json, lambda es: "\n".join(
-        f"{e['timestamp']} {e['type']} {e['id']} {json.dumps(e['payload'])}" for e in es))
+        f"{iso_ms(e['timestamp'])} {e['type']} {e['id']} {json.dumps(e['payload'])}"
+        for e in es))
 
 
 @threads.command("compact")
 @url_option
 @namespace_option
-@click.option("--max-events", type=int, default=500, show_default=True)
+@click.option("--max-events", type=int, default=500, show_default=True,
+              help="Keep at most this many events (the --keep-type ones first).")
 @click.option("--keep-type", "keep_types", multiple=True, help="Event type always kept first.")
-@click.option("--scan-limit", type=int, default=20_000, show_default=True)
+@click.option("--scan-limit", type=int, default=20_000, show_default=True,
+              help="Look at most at this many of the newest events.")
 @json_option
 @click.argument("thread_id")
 @with_store
@@ -95,7 +99,8 @@ def _memory_line(memory: dict[str, Any], score: float | None = None) -> str:
 @namespace_option
 @user_option
 @click.option("--scope", "memory_scope", default=None, help="Only this memory scope.")
-@click.option("--limit", type=int, default=100, show_default=True)
+@click.option("--limit", type=int, default=100, show_default=True,
+              help="At most this many memories.")
 @json_option
 @with_store
 async def ltm_list(store: RedisMemoryStore, user_id: str | None, memory_scope: str | None,
@@ -106,12 +111,35 @@ async def ltm_list(store: RedisMemoryStore, user_id: str | None, memory_scope: s
           lambda ms: "\n".join(_memory_line(m) for m in ms))
 
 
+@ltm.command("users")
+@url_option
+@namespace_option
+@json_option
+@with_store
+async def ltm_users(store: RedisMemoryStore, as_json: bool) -> None:
+    """The users that have long-term memories, with their counts (shared
+    memories are listed with --user left out)."""
+    client: Any = store.memory.client
+    ns = store.namespace
+    names = [u.decode("utf-8", "backslashreplace")
+             for u in await client.zrange(K.memory_users(ns), 0, -1)]
+    pipe = client.pipeline(transaction=False)
+    for name in names:
+        pipe.zcard(K.memories(ns, name))
+    rows = [{"user_id": None if name == K.SHARED_USER else name, "memories": int(count)}
+            for name, count in zip(names, await pipe.execute() if names else [], strict=True)
+            if count]
+    emit(rows, as_json, lambda rs: "\n".join(
+        f"{r['user_id'] or '(shared)'}  {r['memories']} memories" for r in rs))
+
+
 @ltm.command("search")
 @url_option
 @namespace_option
 @user_option
 @click.option("--scope", "memory_scope", default=None, help="Only this memory scope.")
-@click.option("--limit", type=int, default=10, show_default=True)
+@click.option("--limit", type=int, default=10, show_default=True,
+              help="At most this many matches.")
 @json_option
 @click.argument("query")
 @with_store

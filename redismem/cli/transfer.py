@@ -91,7 +91,7 @@ def export_cmd(url: str | None, namespace: str, output: str, keep_raw: bool,
 @url_option
 @click.option("--namespace", "-n", default=None,
               help="Namespace to import into (default: the one the file was exported from).")
-@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True, exists=True))
 @json_option
 def import_cmd(url: str | None, namespace: str | None, file: str, as_json: bool) -> None:
     """Restore an export FILE (- = standard input). Idempotent: what the target

@@ -16,6 +16,7 @@ from .base import (
     scoped_options,
     with_memory,
 )
+from .data import cursor_option, max_keys_option, print_keys
 
 
 @main.group()
@@ -46,13 +47,13 @@ async def vectors_set(mem: Memory, scope_spec: str, key: str, embedding: str,
 @vectors.command("list")
 @scoped_options
 @click.option("--prefix", default=None, help="Only keys starting with this.")
-@click.option("--max-keys", type=int, default=100_000, show_default=True)
+@max_keys_option
+@cursor_option
 @with_memory
 async def vectors_list(mem: Memory, scope_spec: str, prefix: str | None, max_keys: int,
-                       as_json: bool) -> None:
-    """List vector keys of a scope, ascending."""
-    names = await scope_of(mem, scope_spec).list_keys(prefix, kind="vector", max_keys=max_keys)
-    emit(names, as_json, "\n".join)
+                       cursor: str | None, as_json: bool) -> None:
+    """List vector keys of a scope, ascending (keys --kind vector)."""
+    await print_keys(mem, scope_spec, prefix, "vector", max_keys, cursor, as_json)
 
 
 @vectors.command("get")
@@ -70,7 +71,8 @@ async def vectors_get(mem: Memory, scope_spec: str, key: str, as_json: bool) -> 
 
 @vectors.command("search")
 @scoped_options
-@click.option("--top-k", type=int, default=10, show_default=True)
+@click.option("--top-k", type=click.IntRange(min=1), default=10, show_default=True,
+              help="At most this many matches, best first.")
 @click.option("--filter", "filter_json", default=None,
               help='Equality conditions on metadata, as JSON: \'{"colour": "blue"}\'.')
 @click.option("--min-score", type=float, default=None, help="Drop matches scoring lower.")
