@@ -259,6 +259,24 @@ def test_status_starts_nothing_and_a_command_that_starts_the_server_says_so(
     assert run_script("status", env=no_server, cwd=tmp_path).returncode == 0
 
 
+def test_a_script_that_starts_the_server_says_so(no_server: dict[str, str],
+                                                 tmp_path: Path) -> None:
+    """Python's last-resort handler prints the redismem.server warning."""
+    import sys
+
+    script = ("import asyncio, redismem\n"
+              "async def main():\n"
+              "    async with await redismem.connect() as mem:\n"
+              "        await mem.global_scope().set('k', 1)\n"
+              "asyncio.run(main())\n")
+    env = {k: v for k, v in os.environ.items() if k != "REDISMEM_URL"} | no_server
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith("started the embedded Redis server at 127.0.0.1:")
+    assert "redismem down" in done.stderr
+
+
 async def test_wording_of_bad_values(rmem: redismem.Memory) -> None:
     scope = rmem.global_scope()
     with pytest.raises(redismem.InvalidTTLError, match=r"at most .* None means no expiry"):
