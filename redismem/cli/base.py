@@ -45,12 +45,19 @@ killed by SIGPIPE: nothing is printed."""
 
 
 class CommandError(click.ClickException):
-    """A refused operation: its redismem error ``code`` and exit code."""
+    """A refused operation, with its redismem error ``code``."""
 
-    def __init__(self, message: str, code: str, exit_code: int = EXIT_REFUSED) -> None:
+    exit_code = EXIT_REFUSED
+
+    def __init__(self, message: str, code: str) -> None:
         super().__init__(message)
         self.code = code
-        self.exit_code = exit_code
+
+
+class ExpiredCursor(CommandError):
+    """A saved feed cursor older than the retained feed."""
+
+    exit_code = EXIT_CURSOR_EXPIRED
 
 
 class OutputClosed(Exception):
@@ -67,9 +74,8 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     except BrokenPipeError:
         raise OutputClosed from None
     except RedisMemError as exc:
-        raise CommandError(f"{type(exc).__name__}: {exc}", exc.code,
-                           EXIT_CURSOR_EXPIRED if isinstance(exc, CursorExpiredError)
-                           else EXIT_REFUSED) from None
+        error = ExpiredCursor if isinstance(exc, CursorExpiredError) else CommandError
+        raise error(f"{type(exc).__name__}: {exc}", exc.code) from None
     except (ValueError, redis.RedisError, OSError) as exc:
         code = ("invalid_argument" if isinstance(exc, ValueError) else
                 "unavailable" if isinstance(exc, redis.ConnectionError | redis.TimeoutError)
