@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import io
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -22,6 +22,7 @@ import redismem
 from redismem import keys as K
 from redismem import transfer
 from redismem.audit import audit
+from redismem.server import EmbeddedServer
 
 SETTINGS = settings(max_examples=100, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -160,11 +161,21 @@ async def _read_everything(url: str, ns: str) -> None:
                 await _outcome(name, call)
 
 
+@pytest.fixture(scope="module")
+def own_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An embedded server with the search module for these tests alone: each
+    case creates search indexes, and FT.CREATE scans the whole keyspace, so
+    on the server every test shares a case took ten times as long."""
+    server = EmbeddedServer(tmp_path_factory.mktemp("corruption"))
+    yield server.start().url
+    server.stop()
+
+
 @pytest.fixture(params=["redis", "plain"])
 def url(request: pytest.FixtureRequest) -> str:
     """The embedded server with the search module, and Debian's without it
     (vector and text search then read the raw entries themselves)."""
-    return str(request.getfixturevalue("redis_url" if request.param == "redis"
+    return str(request.getfixturevalue("own_server" if request.param == "redis"
                                        else "plain_redis"))
 
 
