@@ -471,7 +471,7 @@ def ensure_running(data_dir: str | os.PathLike[str] | None = None, *,
     embedded = EmbeddedServer(data_dir, appendfsync=appendfsync)
     state = embedded.start()
     if embedded.spawned:
-        started.warning("started the embedded Redis server at 127.0.0.1:%d (data in %s); "
-                        "it keeps running: stop it with `redismem down`", state.port,
-                        embedded.data_dir)
+        started.warning("started the embedded Redis server at redis://default:***@127.0.0.1:%d/0"
+                        " (data and password in %s); it keeps running: stop it with "
+                        "`redismem down`", state.port, embedded.data_dir.resolve())
     return state.url

@@ -252,7 +252,7 @@ def test_status_starts_nothing_and_a_command_that_starts_the_server_says_so(
     assert demo.returncode == 0, demo.stderr
     said = demo.stderr.splitlines()
     assert len(said) == 1 and said[0].startswith("started the embedded Redis server at "
-                                                 "127.0.0.1:")
+                                                 "redis://default:***@127.0.0.1:")
     assert str(tmp_path / "data") in said[0] and "redismem down" in said[0]
     again = run_script("get", "k", env=no_server, cwd=tmp_path)
     assert again.returncode == 0 and again.stderr == ""  # running: nothing to say
@@ -273,7 +273,7 @@ def test_a_script_that_starts_the_server_says_so(no_server: dict[str, str],
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
-    assert done.stderr.startswith("started the embedded Redis server at 127.0.0.1:")
+    assert done.stderr.startswith("started the embedded Redis server at redis://default:***@")
     assert "redismem down" in done.stderr
 
 
