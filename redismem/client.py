@@ -250,9 +250,10 @@ async def open_client(url: str, *, cluster_timeout: float = CLUSTER_TIMEOUT,
             f"the URL {redact(url)!r} has no scheme redismem knows: use one of "
             f"{', '.join(s + '://' for s in SCHEMES)} or {MEMORY_URL}")
     bound = connect_timeout(timeout)
+    # a cluster's slot map is read within cluster_timeout unless a bound was given
+    cluster_bound = bound if timeout is not None else None
     if scheme in CLUSTER_SCHEMES:
-        return await _ready(_cluster_client(url, scheme, cluster_timeout),
-                            bound if timeout is not None else None)
+        return await _ready(_cluster_client(url, scheme, cluster_timeout), cluster_bound)
     # the first contact is retried here, within the bound; later calls by redis-py
     client = Redis.from_url(url, max_connections=MAX_CONNECTIONS, retry=Retry(NoBackoff(), 0),
                             socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=SOCKET_TIMEOUT)
@@ -270,7 +271,7 @@ async def open_client(url: str, *, cluster_timeout: float = CLUSTER_TIMEOUT,
         await client.aclose()
         return await _ready(_cluster_client(f"{scheme}+cluster://{url.split('://', 1)[1]}",
                                             f"{scheme}+cluster", cluster_timeout),
-                            bound if timeout is not None else None)
+                            cluster_bound)
     client.set_retry(retry())
     return client
 

@@ -21,9 +21,6 @@ from .topology import on_namespace_node
 
 T = TypeVar("T")
 
-_KINDS: tuple[K.Kind, ...] = ("value", "vector")
-
-
 async def scan_keys(client: Any, pattern: str) -> list[str]:
     """The names of the keys matching a SCAN pattern, sorted, without
     repeats (a byte that is not UTF-8, which only a raw command writes,
@@ -38,6 +35,19 @@ async def namespaces(client: Redis) -> list[str]:
     return sorted(ns for ns in found if ns is not None)
 
 
+async def _registry(client: Any, ns: str) -> set[tuple[str, str, str]]:
+    """(kind tag, scope, scope id) of every member of the namespace's scopes
+    registry (a member that names no scope, a raw write, is left out:
+    `redismem audit` says)."""
+    found = set()
+    for member in await client.zrange(K.scopes(ns), 0, -1):
+        try:
+            found.add(K.scope_entry(member.decode()))
+        except ValueError:
+            continue
+    return found
+
+
 async def _registered_scopes(client: Any, ns: str, kind: K.Kind) -> list[tuple[str, str]]:
     """The scopes of one kind: by SCAN, or, for a user that may not SCAN
     (every role but operator), from the namespace's scopes registry."""
@@ -45,29 +55,29 @@ async def _registered_scopes(client: Any, ns: str, kind: K.Kind) -> list[tuple[s
         return [K.scope_of(ns, key) for key in await scan_keys(client, K.names_pattern(ns, kind))]
     except NoPermissionError:
         pass
-    found = set()
-    for member in await client.zrange(K.scopes(ns), 0, -1):
-        try:
-            tag, scope, sid = K.scope_entry(member.decode())
-        except ValueError:  # a raw write: `redismem audit` says
-            continue
-        if tag == K.kind_tag(kind):
-            found.add((scope, sid))
-    return sorted(found)
+    return sorted({(scope, sid) for tag, scope, sid in await _registry(client, ns)
+                   if tag == K.kind_tag(kind)})
 
 
-async def _live_names(client: Any, ns: str, kind: K.Kind, now_ms: int) -> tuple[int, int]:
-    """(live key names, scopes holding any) of one kind: names listed minus
-    those whose expiry has passed but which no writer has pruned yet."""
-    scopes = await _registered_scopes(client, ns, kind)
+async def _listed(client: Any, ns: str, kind: K.Kind, scopes: Sequence[tuple[str, str]],
+                  now_ms: int) -> list[tuple[int, int]]:
+    """(names listed, of which expired but not yet pruned) per scope."""
     pipe = client.pipeline(transaction=False)
     for scope, sid in scopes:
         pipe.zcard(K.names(ns, kind, scope, sid))
         # ZRANGEBYSCORE, not ZCOUNT: the commands every role may read
         pipe.zrangebyscore(K.expiry(ns, kind, scope, sid), "-inf", f"({now_ms}")
-    replies = await pipe.execute()
-    live = sum(replies[::2]) - sum(len(expired) for expired in replies[1::2])
-    return live, sum(1 for listed in replies[::2] if listed)
+    replies = await pipe.execute() if scopes else []
+    return [(int(listed), len(expired)) for listed, expired in zip(replies[::2], replies[1::2],
+                                                                    strict=True)]
+
+
+async def _live_names(client: Any, ns: str, kind: K.Kind, now_ms: int) -> tuple[int, int]:
+    """(live key names, scopes holding any) of one kind: names listed minus
+    those whose expiry has passed but which no writer has pruned yet."""
+    counts = await _listed(client, ns, kind, await _registered_scopes(client, ns, kind), now_ms)
+    return (sum(listed - expired for listed, expired in counts),
+            sum(1 for listed, _ in counts if listed))
 
 
 async def _indexes(client: Any, ns: str) -> dict[str, dict[str, Any]]:
@@ -200,25 +210,13 @@ async def scope_counts(client: Any, ns: str) -> list[dict[str, Any]]:
     """Each scope of ``ns`` holding live keys, from the scopes registry:
     ``scope``, ``scope_id``, ``values``, ``vectors``; sorted."""
     now_ms = time.time_ns() // 1_000_000
-    scopes: set[tuple[str, str]] = set()
-    for member in await client.zrange(K.scopes(ns), 0, -1):
-        try:
-            _, scope, sid = K.scope_entry(member.decode())
-        except ValueError:  # a raw write: `redismem audit` says
-            continue
-        scopes.add((scope, sid))
-    ordered = sorted(scopes)
-    pipe = client.pipeline(transaction=False)
-    for scope, sid in ordered:
-        for kind in _KINDS:
-            pipe.zcard(K.names(ns, kind, scope, sid))
-            pipe.zrangebyscore(K.expiry(ns, kind, scope, sid), "-inf", f"({now_ms}")
-    replies = await pipe.execute() if ordered else []
+    scopes = sorted({(scope, sid) for _, scope, sid in await _registry(client, ns)})
+    values = await _listed(client, ns, "value", scopes, now_ms)
+    vectors = await _listed(client, ns, "vector", scopes, now_ms)
     rows = []
-    for i, (scope, sid) in enumerate(ordered):
-        listed, expired, vlisted, vexpired = replies[4 * i:4 * i + 4]
-        values, vectors = listed - len(expired), vlisted - len(vexpired)
-        if values or vectors:
-            rows.append({"scope": scope, "scope_id": sid, "values": values,
-                         "vectors": vectors})
+    for (scope, sid), (listed, expired), (vlisted, vexpired) in zip(scopes, values, vectors,
+                                                                     strict=True):
+        if listed - expired or vlisted - vexpired:
+            rows.append({"scope": scope, "scope_id": sid, "values": listed - expired,
+                         "vectors": vlisted - vexpired})
     return rows

@@ -17,7 +17,7 @@ import click
 import redis
 
 from .. import server
-from .._validate import check_id
+from .._validate import SCOPES, check_id
 from ..client import connecting, open_client, redact
 from ..errors import CursorExpiredError, InvalidArgumentError, RedisMemError
 from ..library import bundled, server_version
@@ -27,9 +27,6 @@ from ..scope import MemoryScope
 from ..store import RedisMemoryStore
 
 T = TypeVar("T")
-
-
-_SCOPES = ("session", "actor", "workflow", "global")
 
 
 EXIT_REFUSED = 1
@@ -121,20 +118,26 @@ namespace_option = click.option("--namespace", "-n", default="default", show_def
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
 
-def scope_spec(_ctx: click.Context, _param: click.Parameter, spec: str | None) -> str | None:
-    """A --scope checked before anything connects: a usage error names the problem."""
-    if spec is None:
-        return None
+def _scope_problem(spec: str) -> str | None:
+    """What is wrong with a ``--scope KIND[:ID]``, or None."""
     kind, _, sid = spec.partition(":")
-    if kind not in _SCOPES:
-        raise click.BadParameter(f"the kind must be one of {', '.join(_SCOPES)}, got {kind!r}")
+    if kind not in SCOPES:
+        return f"the kind must be one of {', '.join(SCOPES)}, got {kind!r}"
     if kind in ("session", "workflow") and not sid:
-        raise click.BadParameter(f"a {kind} scope needs an id: {kind}:ID")
+        return f"a {kind} scope needs an id: {kind}:ID"
     if sid and kind != "global":
         try:
             check_id("scope id", sid)
         except InvalidArgumentError as exc:
-            raise click.BadParameter(str(exc)) from None
+            return str(exc)
+    return None
+
+
+def scope_spec(_ctx: click.Context, _param: click.Parameter, spec: str | None) -> str | None:
+    """A --scope checked before anything connects: a usage error names the problem."""
+    problem = None if spec is None else _scope_problem(spec)
+    if problem:
+        raise click.BadParameter(problem)
     return spec
 
 
@@ -152,20 +155,15 @@ def scoped_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def scope_of(mem: Memory, spec: str) -> MemoryScope:
     """The scope ``--scope KIND[:ID]`` names; a usage error when it names none."""
+    problem = _scope_problem(spec)
+    if problem:
+        raise click.UsageError(f"--scope: {problem}")
     kind, _, sid = spec.partition(":")
-    if kind not in _SCOPES:
-        raise click.UsageError(f"--scope: the kind must be one of {', '.join(_SCOPES)}, "
-                               f"got {kind!r}")
-    if kind in ("session", "workflow") and not sid:
-        raise click.UsageError(f"--scope: a {kind} scope needs an id: {kind}:ID")
-    try:
-        if kind == "global":
-            return mem.global_scope()
-        if kind == "actor":
-            return mem.actor(sid or None)
-        return mem.session(sid) if kind == "session" else mem.workflow(sid)
-    except InvalidArgumentError as exc:
-        raise click.UsageError(f"--scope: {exc}") from None
+    if kind == "global":
+        return mem.global_scope()
+    if kind == "actor":
+        return mem.actor(sid or None)
+    return mem.session(sid) if kind == "session" else mem.workflow(sid)
 
 
 def with_memory(fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:

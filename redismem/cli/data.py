@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from .. import feed
+from .._validate import SCOPES
 from ..errors import CursorExpiredError
 from ..memory import Memory
 from ..types import MemoryChangeEvent
@@ -216,7 +217,7 @@ def _changes_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed((
         url_option, namespace_option,
         click.option("--scope", "-s", "scope_spec", default=None,
-                     callback=lambda ctx, param, spec: spec if spec in _KINDS
+                     callback=lambda ctx, param, spec: spec if spec in SCOPES
                      else scope_spec(ctx, param, spec),
                      help="Only this scope kind (session) or scope (session:ID)."),
         click.option("--from", "start", default=None, callback=_from_option,
@@ -235,9 +236,6 @@ def _changes_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         json_option)):
         fn = option(fn)
     return fn
-
-
-_KINDS = ("session", "actor", "workflow", "global")
 
 
 async def _changes(mem: Memory, scope_spec: str | None, start: str | int | None,

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from .. import limits, stats
+from .._validate import SCOPES
 from ..memory import Memory
 from .base import emit, json_option, main, namespace_option, url_option, with_memory
 
@@ -59,7 +60,7 @@ async def config_set(mem: Memory, name: str, value: str, as_json: bool) -> None:
 @main.command("scopes")
 @url_option
 @namespace_option
-@click.option("--kind", type=click.Choice(["session", "actor", "workflow", "global"]),
+@click.option("--kind", type=click.Choice(SCOPES),
               default=None, help="Only scopes of this kind.")
 @json_option
 @with_memory
