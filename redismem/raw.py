@@ -84,6 +84,34 @@ def stream_record(ns: str, key: bytes, entries: list[tuple[bytes, dict[bytes, by
 
 
 @dataclass(frozen=True)
+class Part:
+    """Where an entry the library did not write keeps its bytes: hash
+    ``key`` (only the fields ``names``, when given), the members ``names``
+    of zset ``key``, or ``entries`` of stream ``key`` (already read)."""
+
+    shape: str
+    key: bytes
+    names: tuple[bytes, ...] = ()
+    entries: tuple[tuple[bytes, dict[bytes, bytes]], ...] = ()
+
+
+async def records(client: Any, ns: str, parts: tuple[Part, ...],
+                  problem: str) -> list[dict[str, Any]]:
+    """The raw records of ``parts`` (a part that is gone has none)."""
+    out = []
+    for part in parts:
+        if part.shape == "hash":
+            record = await hash_record(client, ns, part.key, problem, list(part.names) or None)
+        elif part.shape == "zset":
+            record = await zset_record(client, ns, part.key, list(part.names), problem)
+        else:
+            record = stream_record(ns, part.key, list(part.entries), problem)
+        if record is not None:
+            out.append(record)
+    return out
+
+
+@dataclass(frozen=True)
 class RawRow:
     """A checked raw record: the key suffix, its shape and its content."""
 

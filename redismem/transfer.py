@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -197,24 +197,20 @@ async def _names(mem: Memory, zset: str, bad: list[bytes] | None = None
 @dataclass(frozen=True)
 class Damaged:
     """An entry the library did not write, met by an export: its key, why,
-    and how to read it as raw records (:mod:`.raw`)."""
+    and where its bytes are (:mod:`.raw`)."""
 
     key: bytes
     problem: str
-    raw: Callable[[], Awaitable[list[dict[str, Any] | None]]]
+    parts: tuple[raw.Part, ...]
 
 
 Found = dict[str, Any] | Damaged
 
 
-def _damaged_entry(mem: Memory, listing: str, key: bytes, name: bytes, problem: str) -> Damaged:
-    client, ns = _redis(mem), mem.namespace
-
-    async def read() -> list[dict[str, Any] | None]:
-        return [await raw.hash_record(client, ns, key, problem),
-                await raw.zset_record(client, ns, listing.encode(), [name], problem)]
-
-    return Damaged(key, problem, read)
+def _damaged_entry(listing: str, key: bytes, name: bytes, problem: str) -> Damaged:
+    """An entry hash and its name in its listing."""
+    return Damaged(key, problem, (raw.Part("hash", key),
+                                  raw.Part("zset", listing.encode(), (name,))))
 
 
 async def _entries(mem: Memory, kind: K.Kind, scope: str, sid: str,
@@ -249,13 +245,13 @@ async def _entries(mem: Memory, kind: K.Kind, scope: str, sid: str,
                     record["embedding"] = _floats(content[0])
                     record["metadata"] = _json.loads(content[1])
             except (TypeError, ValueError, AttributeError) as exc:
-                yield _damaged_entry(mem, listing, build(ns, scope, sid, name).encode(),
+                yield _damaged_entry(listing, build(ns, scope, sid, name).encode(),
                                      name.encode(), f"not a {kind} the library writes ({exc})")
                 continue
             live[name] = int(rev)
             yield record
     for raw_name in bad:
-        yield _damaged_entry(mem, listing, build(ns, scope, sid, "").encode() + raw_name,
+        yield _damaged_entry(listing, build(ns, scope, sid, "").encode() + raw_name,
                              raw_name, f"its name {raw_name!r} is not UTF-8")
 
 
@@ -272,7 +268,7 @@ async def _tombstones(mem: Memory, kind: K.Kind, scope: str, sid: str,
                 raise ValueError(count)
         except ValueError:  # not UTF-8, or no revision: a raw HSET
             problem = f"holds {issued[:40]!r} for {name[:80]!r}, not a revision"
-            yield Damaged(key.encode(), problem, _hash_field(mem, key, name, problem))
+            yield Damaged(key.encode(), problem, (raw.Part("hash", key.encode(), (name,)),))
             continue
         if count > live.get(text, 0):
             pending[text] = count
@@ -283,14 +279,6 @@ async def _tombstones(mem: Memory, kind: K.Kind, scope: str, sid: str,
     if pending:
         yield {"type": "revisions", "kind": kind, "scope": scope, "scope_id": sid,
                "revisions": pending}
-
-
-def _hash_field(mem: Memory, key: str, name: bytes, problem: str
-                ) -> Callable[[], Awaitable[list[dict[str, Any] | None]]]:
-    async def read() -> list[dict[str, Any] | None]:
-        return [await raw.hash_record(_redis(mem), mem.namespace, key.encode(), problem, [name])]
-
-    return read
 
 
 async def _thread_events(mem: Memory, thread: str) -> AsyncIterator[Found]:
@@ -307,9 +295,8 @@ async def _thread_events(mem: Memory, thread: str) -> AsyncIterator[Found]:
                     raise ValueError("not an object")
             except (KeyError, ValueError) as exc:
                 problem = f"event {entry_id.decode()} is not one the library writes ({exc!r})"
-                record = raw.stream_record(mem.namespace, key.encode(), [(entry_id, entry)],
-                                           problem)
-                yield Damaged(key.encode(), problem, _constant([record]))
+                yield Damaged(key.encode(), problem, (
+                    raw.Part("stream", key.encode(), entries=((entry_id, entry),)),))
                 continue
             yield {"type": "event", "event": event}
         if entries[-1][0].decode() == LAST_STREAM_ID:
@@ -333,14 +320,6 @@ async def memory_fields(mem: Memory, user: str
                 yield memory_id, rec, emb
 
 
-def _constant(records: list[dict[str, Any] | None]
-              ) -> Callable[[], Awaitable[list[dict[str, Any] | None]]]:
-    async def read() -> list[dict[str, Any] | None]:
-        return records
-
-    return read
-
-
 async def _memories(mem: Memory, user: str) -> AsyncIterator[Found]:
     async for memory_id, rec, emb in memory_fields(mem, user):
         problem = memory_problem(rec, emb)
@@ -349,21 +328,15 @@ async def _memories(mem: Memory, user: str) -> AsyncIterator[Found]:
                    "embedding": _floats(emb) if emb else None}
         else:
             key = K.memory(mem.namespace, user, memory_id)
-            yield _damaged_entry(mem, K.memories(mem.namespace, user), key.encode(),
+            yield _damaged_entry(K.memories(mem.namespace, user), key.encode(),
                                  memory_id.encode(), problem)
 
 
-def _registry(mem: Memory, key: str, members: list[bytes]) -> Iterator[Damaged]:
+def _registry(key: str, members: list[bytes]) -> Iterator[Damaged]:
     """Members of a registry that name nothing (raw writes)."""
     for member in members:
-        problem = f"lists {member[:80]!r}, which names nothing the library writes"
-
-        async def read(member: bytes = member, problem: str = problem
-                       ) -> list[dict[str, Any] | None]:
-            return [await raw.zset_record(_redis(mem), mem.namespace, key.encode(), [member],
-                                          problem)]
-
-        yield Damaged(key.encode(), problem, read)
+        yield Damaged(key.encode(), f"lists {member[:80]!r}, which names nothing the library "
+                      "writes", (raw.Part("zset", key.encode(), (member,)),))
 
 
 def memory_problem(rec: bytes, emb: bytes | None) -> str | None:
@@ -386,7 +359,7 @@ async def _found(mem: Memory, plan: Survey) -> AsyncIterator[Found]:
                                             if k in settings}}
     for sid, created in await client.zrange(K.sessions(ns), 0, -1, withscores=True):
         yield {"type": "session", "id": sid.decode(), "created_at": int(created)}
-    for damaged in _registry(mem, K.scopes(ns), plan.bad_scopes):
+    for damaged in _registry(K.scopes(ns), plan.bad_scopes):
         yield damaged
     for kind in KINDS:
         for scope, sid in plan.scopes[kind]:
@@ -395,12 +368,12 @@ async def _found(mem: Memory, plan: Survey) -> AsyncIterator[Found]:
                 yield record
             async for record in _tombstones(mem, kind, scope, sid, live):
                 yield record
-    for damaged in _registry(mem, K.threads(ns), plan.bad_threads):
+    for damaged in _registry(K.threads(ns), plan.bad_threads):
         yield damaged
     for thread in plan.threads:
         async for record in _thread_events(mem, thread):
             yield record
-    for damaged in _registry(mem, K.memory_users(ns), plan.bad_users):
+    for damaged in _registry(K.memory_users(ns), plan.bad_users):
         yield damaged
     for user in plan.users:
         async for record in _memories(mem, user):
@@ -426,9 +399,9 @@ async def export_records(mem: Memory, plan: Survey, *, keep_raw: bool = False
                 f"export stopped at {shown}: {found.problem}. An export leaves nothing out: "
                 "repair or delete that entry (redismem audit lists every one), or export "
                 "with --raw to carry it byte for byte", key=shown)
-        for record in await found.raw():
-            if record is not None:
-                yield record
+        for record in await raw.records(_redis(mem), mem.namespace, found.parts,
+                                        found.problem):
+            yield record
 
 
 def items(record: dict[str, Any]) -> int:
