@@ -127,16 +127,29 @@ async def _threads(client: Any, ns: str) -> tuple[int, int]:
     return len(threads), (sum(await pipe.execute()) if threads else 0)
 
 
+async def memory_users(client: Any, ns: str) -> list[str]:
+    """The users in the namespace's registry of users with long-term
+    memories (SHARED_USER for the shared ones; a byte that is not UTF-8,
+    a raw write, as ``\\xff``)."""
+    return [user.decode("utf-8", "backslashreplace")
+            for user in await client.zrange(K.memory_users(ns), 0, -1)]
+
+
+async def memory_counts(client: Any, ns: str, users: Sequence[str]) -> list[int]:
+    """How many long-term memories each of ``users`` has."""
+    pipe = client.pipeline(transaction=False)
+    for user in users:
+        pipe.zcard(K.memories(ns, user))
+    return [int(count) for count in await pipe.execute()] if users else []
+
+
 async def _memories(client: Any, ns: str) -> int:
     """Long-term memories of every user (by SCAN, or from the users registry)."""
     try:
         users = [K.user_of(ns, key) for key in await scan_keys(client, K.memories_pattern(ns))]
     except NoPermissionError:
-        users = [u.decode() for u in await client.zrange(K.memory_users(ns), 0, -1)]
-    pipe = client.pipeline(transaction=False)
-    for user in users:
-        pipe.zcard(K.memories(ns, user))
-    return int(sum(await pipe.execute())) if users else 0
+        users = await memory_users(client, ns)
+    return sum(await memory_counts(client, ns, users))
 
 
 async def _feed(client: Any, ns: str) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from .. import keys as K
+from .. import stats
 from ..store import RedisMemoryStore
 from ..types import RetentionPolicy
 from .base import (
@@ -119,16 +120,11 @@ async def ltm_list(store: RedisMemoryStore, user_id: str | None, memory_scope: s
 async def ltm_users(store: RedisMemoryStore, as_json: bool) -> None:
     """The users that have long-term memories, with their counts (shared
     memories are listed with --user left out)."""
-    client: Any = store.memory.client
-    ns = store.namespace
-    names = [u.decode("utf-8", "backslashreplace")
-             for u in await client.zrange(K.memory_users(ns), 0, -1)]
-    pipe = client.pipeline(transaction=False)
-    for name in names:
-        pipe.zcard(K.memories(ns, name))
-    rows = [{"user_id": None if name == K.SHARED_USER else name, "memories": int(count)}
-            for name, count in zip(names, await pipe.execute() if names else [], strict=True)
-            if count]
+    client, ns = store.memory.client, store.namespace
+    names = await stats.memory_users(client, ns)
+    rows = [{"user_id": None if name == K.SHARED_USER else name, "memories": count}
+            for name, count in zip(names, await stats.memory_counts(client, ns, names),
+                                   strict=True) if count]
     emit(rows, as_json, lambda rs: "\n".join(
         f"{r['user_id'] or '(shared)'}  {r['memories']} memories" for r in rs))
 
