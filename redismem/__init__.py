@@ -29,6 +29,9 @@ from .errors import (
     RevisionLimitError,
     ServerNotFoundError,
     ServerStartError,
+    TurnCorruptError,
+    TurnLostError,
+    TurnTimeoutError,
     UnavailableError,
     ValueTooLargeError,
     ValueTypeError,
@@ -44,6 +47,7 @@ from .memory import (
 from .records import new_id, now_ms
 from .scope import MemoryScope
 from .store import RedisMemoryStore, store_from_env
+from .turns import Turn
 from .types import (
     Capabilities,
     ChangePage,
@@ -103,6 +107,10 @@ __all__ = [
     "SearchPlan",
     "ServerNotFoundError",
     "ServerStartError",
+    "Turn",
+    "TurnCorruptError",
+    "TurnLostError",
+    "TurnTimeoutError",
     "UnavailableError",
     "ValueTooLargeError",
     "ValueTypeError",

@@ -35,12 +35,15 @@ CONNECT = ("+ping", "+echo", "+hello", "+auth", "+select", "+reset", "+quit",
 # what the library's read functions and the Python readers call
 READS = ("+hget", "+hmget", "+hgetall", "+hscan", "+zscore", "+zrange", "+zrevrange",
          "+zrangebylex", "+zrangebyscore", "+zcard", "+get", "+xrange", "+xrevrange",
-         "+xread", "+xlen", "+xinfo|stream", "+pexpiretime")
+         "+xread", "+xlen", "+xinfo|stream", "+pexpiretime", "+zrank")
 SEARCH = ("+ft.search", "+ft.info", "+ft.profile")
 # what scope writes run on value and vector hashes, their listings and
 # revisions (lua/lib/60_names.lua, 70_vectors.lua)
 SCOPE_WRITES = ("+hset", "+hdel", "+hincrby", "+del", "+zadd", "+zrem", "+persist",
                 "+pexpireat")
+# what turns run beyond the scope writes: wake the next waiter, block as a
+# waiter (lua/lib/65_turns.lua, redismem/turns.py)
+TURN_COMMANDS = ("+lpush", "+pexpire", "+blpop")
 COUNTER_WRITES = ("+set",)
 # what write calls run on their principal's key: keep the request's reply
 # (lua/lib/55_requests.lua)
@@ -49,12 +52,12 @@ FEED_WRITES = ("+xadd",)
 REGISTRY_WRITES = ("+zadd",)
 THREAD_WRITES = ("+xadd", "+xdel", "+hset", "+hsetnx", "+hdel", "+zadd", "+zrem", "+del")
 MEMORY_WRITES = ("+hset", "+del", "+set", "+zadd", "+zrem")
-ADMIN_COMMANDS = ("+fcall", *READS, *SCOPE_WRITES, *COUNTER_WRITES, "+xadd", "+xtrim",
-                  "+xdel", "+hsetnx")
+ADMIN_COMMANDS = ("+fcall", *READS, *SCOPE_WRITES, *COUNTER_WRITES, *TURN_COMMANDS, "+xadd",
+                  "+xtrim", "+xdel", "+hsetnx")
 # an admin's key families: every key of its namespace but the who:<principal>:* keys
 ADMIN_FAMILIES = ("val:*", "vec:*", "keys:*", "exp:*", "rev:*", "vdims:*", "idx:*", "feed",
                   "seq", "feedsz", "cfg", "scopes", "sessions", "thr:*", "threads", "ltm:*",
-                  "ltmz:*", "ltmdim", "ltmusers")
+                  "ltmz:*", "ltmdim", "ltmusers", "turn:*")
 # the server's own administration stays with whoever runs the server
 OPERATOR_DENIED = ("-flushall", "-flushdb", "-debug", "-module", "-shutdown", "-config|set",
                    "-config|rewrite", "-config|resetstat", "-replicaof", "-slaveof",
@@ -106,15 +109,24 @@ def _base(ns: str) -> str:
 
 def _scope_families(ns: str, scope: str, sid: str) -> list[str]:
     """Patterns of every key of one scope (``sid`` may be ``*``): its
-    values and vectors, their listings, expiries and revisions, and the
-    vector dimensions."""
+    values and vectors, their listings, expiries and revisions, the
+    vector dimensions, and its turn (hash, queue, wake lists)."""
     b = _base(ns)
     out = []
     for tag in ("val", "vec"):
         out += [f"{b}{tag}:{scope}:{sid}:*", f"{b}keys:{tag}:{scope}:{sid}",
                 f"{b}exp:{tag}:{scope}:{sid}", f"{b}rev:{tag}:{scope}:{sid}"]
     out.append(f"{b}vdims:{scope}:{sid}")
-    return out
+    return out + _turn_families(ns, scope, sid)
+
+
+def _turn_families(ns: str, scope: str, sid: str) -> list[str]:
+    """Patterns of a session's or workflow's turn: its hash, queue and wake
+    lists (none for other scopes)."""
+    if scope not in ("session", "workflow"):
+        return []
+    b = _base(ns)
+    return [f"{b}turn:{scope}:{sid}", f"{b}turn:{scope}:{sid}:*"]
 
 
 def _rw(patterns: Sequence[str]) -> tuple[str, ...]:
@@ -159,6 +171,8 @@ def rules(role: Role, user: str, *, search: bool = True) -> list[str]:
             Grant(_rw([*counters, *who, *scopes, *threads, *memories]), ("+fcall",)),
             requests,
             Grant(_rw(scopes), SCOPE_WRITES),
+            Grant(_rw([*_turn_families(ns, "session", "*"), *_turn_families(ns, "workflow", "*")]),
+                  TURN_COMMANDS),
             Grant(_rw(counters), COUNTER_WRITES),
             Grant(_rw([f"{b}feed"]), FEED_WRITES),
             Grant(_rw(registry), REGISTRY_WRITES),
@@ -182,5 +196,11 @@ def rules(role: Role, user: str, *, search: bool = True) -> list[str]:
         Grant(_rw(counters), ("+get", *COUNTER_WRITES)),
         Grant((f"%W~{b}feed", f"%W~{b}scopes"), (*FEED_WRITES, *REGISTRY_WRITES)),
     ]
+    turns = [*(p for sid in role.sessions for p in _turn_families(ns, "session",
+                                                                  K.glob_escape(sid))),
+             *(p for wid in role.workflows for p in _turn_families(ns, "workflow",
+                                                                   K.glob_escape(wid)))]
+    if turns:
+        grants.append(Grant(_rw(turns), TURN_COMMANDS))
     return ["resetchannels", *_read(readable), *CONNECT, *READS,
             *(grant.rule() for grant in grants)]

@@ -142,6 +142,38 @@ class FeedCorruptError(RedisMemError):
     lua_reply = True
 
 
+class TurnCorruptError(RedisMemError):
+    """A turn's hash holds what redismem did not write (a token that is not
+    a number); nothing was changed."""
+
+    code = "turn_corrupt"
+    lua_reply = True
+
+
+class TurnLostError(RedisMemError):
+    """A turn could not be renewed: it was released, or it lapsed and
+    another holder took the scope's turn (with a newer token). Writes that
+    carry the old token are refused."""
+
+    code = "turn_lost"
+    lua_reply = True
+
+
+class TurnTimeoutError(RedisMemError, TimeoutError):
+    """No turn was granted within ``wait_seconds``; the waiter left the queue.
+
+    Attributes:
+        holder: who held the turn when the wait ended ("" when it was free
+            but earlier waiters came first).
+    """
+
+    code = "turn_timeout"
+
+    def __init__(self, message: str, *, holder: str = "") -> None:
+        super().__init__(message)
+        self.holder = holder
+
+
 class PermissionDeniedError(RedisMemError):
     """The connection's credential may not do this: the server's ACL refused
     a command or a key (``NOPERM``), directly or inside a library function.

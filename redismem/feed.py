@@ -208,7 +208,7 @@ async def _watch(client: Redis, ns: str, wanted: EventFilter, after: int | None,
     oldest = await oldest_sequence(client, ns)
     if last + 1 < oldest:
         raise _expired(last, oldest)
-    block_ms = _block_ms(client, interval)
+    block_ms = max(1, int(block_seconds(client, interval) * 1000))
     while not stopped():
         # RESP2 reply: [(stream, entries)], or None when the block timed out
         reply = cast(list[tuple[bytes, Entries]] | None, await client.xread(
@@ -231,15 +231,14 @@ async def _watch(client: Redis, ns: str, wanted: EventFilter, after: int | None,
                         return
 
 
-def _block_ms(client: Redis, interval: float) -> int:
-    """One blocking read: ``interval``, but at most half the socket timeout,
-    so that a quiet feed is not taken for a lost connection."""
+def block_seconds(client: Redis, interval: float) -> float:
+    """One blocking read (XREAD, BLPOP): ``interval``, but at most half the
+    socket timeout, so that a quiet wait is not taken for a lost connection."""
     # a Redis keeps its connections' options in its pool, a RedisCluster in
     # its nodes manager
     holder = getattr(client, "connection_pool", None) or getattr(client, "nodes_manager", None)
     timeout = getattr(holder, "connection_kwargs", {}).get("socket_timeout")
-    seconds = min(interval, timeout / 2) if timeout else interval
-    return max(1, int(seconds * 1000))
+    return min(interval, timeout / 2) if timeout else interval
 
 
 def _expired(after: int, oldest: int) -> CursorExpiredError:

@@ -432,6 +432,42 @@ class Functions:
             args.extend((name, str(revision)))
         return int(await self._call("redismem_raise_revisions", keys, args))
 
+    @staticmethod
+    def _turn_keys(ns: str, scope: str, sid: str, principal: str, holder: str) -> list[str]:
+        """The keys turn_acquire and turn_release pass, in their order."""
+        return [K.turn(ns, scope, sid), K.turn_queue(ns, scope, sid), K.sequence(ns),
+                K.feed_size(ns), K.principal(ns, principal), K.turn_wake(ns, scope, sid, holder)]
+
+    async def turn_acquire(self, ns: str, scope: str, sid: str, principal: str, holder: str,
+                           ttl_ms: int, lease_ms: int) -> tuple[bool, int | str, int, int]:
+        """``redismem_turn_acquire``: (True, token, expiry ms, 0) when granted,
+        else (False, current holder or "", its expiry or the first waiter's
+        lease end in ms or 0, place in the queue or 0). ``lease_ms`` 0: do
+        not queue."""
+        reply = await self._call("redismem_turn_acquire",
+                                 self._turn_keys(ns, scope, sid, principal, holder),
+                                 [ns, scope, sid, principal, holder, str(ttl_ms), str(lease_ms)])
+        if int(reply[0]) == 1:
+            return True, int(reply[1]), int(reply[2]), 0
+        return False, reply[1].decode(), int(reply[2]), int(reply[3])
+
+    async def turn_release(self, ns: str, scope: str, sid: str, principal: str, holder: str,
+                           token: int | None) -> bool:
+        """``redismem_turn_release``: whether the holder's turn ``token`` was
+        released (None: a waiter leaves the queue)."""
+        reply = await self._call("redismem_turn_release",
+                                 self._turn_keys(ns, scope, sid, principal, holder),
+                                 [ns, scope, sid, principal, holder,
+                                  "" if token is None else str(token)])
+        return bool(reply)
+
+    async def turn_renew(self, ns: str, scope: str, sid: str, principal: str, holder: str,
+                         token: int, ttl_ms: int) -> int:
+        """``redismem_turn_renew``: the turn's new expiry (epoch ms)."""
+        return int(await self._call("redismem_turn_renew", [K.turn(ns, scope, sid)],
+                                    [ns, scope, sid, principal, holder, str(token),
+                                     str(ttl_ms)]))
+
     async def set_config(self, ns: str, settings: Sequence[tuple[str, int | str]]) -> None:
         """``redismem_set_config``: every setting or none."""
         args: list[str | bytes | int] = [ns]

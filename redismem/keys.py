@@ -203,6 +203,28 @@ def memory_vector_index(ns: str, dim: int) -> str:
     return f"{base(ns)}idx:ltm:{dim}"
 
 
+def turn(ns: str, scope: str, sid: str) -> str:
+    """Hash of a session's or workflow's turn: ``token`` (the last issued,
+    never deleted), ``holder``, ``by``, ``exp`` ms, ``ticket`` and a
+    ``w:<waiter>`` lease per queued waiter (``lua/lib/65_turns.lua``)."""
+    return f"{base(ns)}turn:{scope}:{sid}"
+
+
+def turn_queue(ns: str, scope: str, sid: str) -> str:
+    """Zset of the waiters queued for a turn, scored by ticket (arrival order)."""
+    return f"{turn(ns, scope, sid)}:q"
+
+
+def turn_wake(ns: str, scope: str, sid: str, holder: str) -> str:
+    """List a waiter blocks on (BLPOP) until whoever frees the turn pushes to it."""
+    return f"{turn(ns, scope, sid)}:w:{holder}"
+
+
+def turns_pattern(ns: str) -> str:
+    """A SCAN pattern matching every turn hash, queue and wake list of ``ns``."""
+    return f"{glob_escape(base(ns))}turn:*"
+
+
 _GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
 
 

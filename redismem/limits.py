@@ -63,6 +63,10 @@ most (and at most TRIM_SLICE_BYTES of them): one call holds the server
 for milliseconds, not seconds."""
 MAX_EVENT_BYTES = 1_048_576
 """Largest thread event, as canonical JSON."""
+MIN_TURN_MS = 100
+"""The shortest time to live of a turn, and of a waiter's lease (ms)."""
+MAX_TURN_MS = 86_400_000
+"""The longest time to live of a turn, and of a waiter's lease (ms): a day."""
 
 SETTING_BOUNDS: dict[str, tuple[int, int]] = {
     "max_value_bytes": (MIN_VALUE_BYTES_SETTING, MAX_VALUE_BYTES_CEILING),

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _json, feed, limits
+from . import _json, feed, limits, turns
 from . import _validate as check
 from . import keys as K
 from . import scope_search as search
@@ -372,6 +372,39 @@ class MemoryScope:
             if page.next_cursor is None:
                 return names
             cursor = page.next_cursor
+
+    # turns
+
+    def turn(self, ttl_seconds: float = 30, *, wait_seconds: float | None = None
+             ) -> turns.TurnContext:
+        """``async with scope.turn() as turn``: one holder at a time in this
+        session or workflow scope. Entering waits (up to ``wait_seconds``;
+        None = as long as it takes) in arrival order until no other turn is
+        held, then yields the :class:`~redismem.turns.Turn` with its
+        fencing token; the turn is renewed in the background while the
+        block runs and released when it ends.
+
+        Raises:
+            InvalidArgumentError: an actor or global scope, or a bound violated.
+            TurnTimeoutError: (on entry) no turn within ``wait_seconds``.
+            TurnLostError: (on exit) a renewal found that the turn lapsed
+                and another holder took it.
+        """
+        return turns.TurnContext(self._conn, self.scope, self.scope_id, ttl_seconds,
+                                 wait_seconds)
+
+    async def acquire_turn(self, ttl_seconds: float = 30, *,
+                           wait_seconds: float | None = None) -> turns.Turn:
+        """Take this scope's turn, as :meth:`turn` does, for code that cannot
+        use a context manager: the caller renews it (``turn.renew()``, or
+        ``turn.keep_alive()`` for background renewal) and releases it
+        (``turn.release()``).
+
+        Raises:
+            the errors of :meth:`turn` on entry.
+        """
+        return await turns.acquire(self._conn, self.scope, self.scope_id, ttl_seconds,
+                                   wait_seconds)
 
     # vectors
 

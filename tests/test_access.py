@@ -6,6 +6,7 @@ Every path a role may take works; every other is refused by the server
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import uuid
@@ -119,6 +120,15 @@ def set_call(ns: str, scope: str, sid: str, principal: str, *, who: str | None =
             K.value(ns, scope, sid, "p")]
     return ["FCALL", "redismem_set_values", len(keys), *keys, ns, scope, sid, "", principal,
             request_id(), "p", '"raw"', ""]
+
+
+def turn_call(ns: str, scope: str, sid: str, principal: str) -> list[Any]:
+    """Take (or queue for) a turn: what a waiter then blocks on is turn_wake."""
+    holder = f"{principal}-h"
+    keys = [K.turn(ns, scope, sid), K.turn_queue(ns, scope, sid), K.sequence(ns),
+            K.feed_size(ns), K.principal(ns, principal), K.turn_wake(ns, scope, sid, holder)]
+    return ["FCALL", "redismem_turn_acquire", len(keys), *keys, ns, scope, sid, principal,
+            holder, "1000", "1000"]
 
 
 def get_call(ns: str, scope: str, sid: str) -> list[Any]:
@@ -245,6 +255,18 @@ def paths() -> list[Path]:
         ("set actor:other", own(lambda ns, me: set_call(ns, "actor", "other", me)), {A}),
         ("set as principal mallory", own(lambda ns, me: set_call(ns, "session", "s1",
                                                                  "mallory")), set()),
+        ("take the turn of session s1", own(lambda ns, me: turn_call(ns, "session", "s1", me)),
+         {W, A, WK}),
+        ("take the turn of workflow w1", own(lambda ns, me: turn_call(ns, "workflow", "w1",
+                                                                      me)), {W, A, WK}),
+        ("take the turn of session s2", own(lambda ns, me: turn_call(ns, "session", "s2", me)),
+         {W, A}),
+        ("wait for the turn of session s1", own(lambda ns, me: [
+            "BLPOP", K.turn_wake(ns, "session", "s1", f"{me}-h"), "0.01"]), {W, A, WK}),
+        ("wait for the turn of session s2", own(lambda ns, me: [
+            "BLPOP", K.turn_wake(ns, "session", "s2", f"{me}-h"), "0.01"]), {W, A}),
+        ("take a turn in another namespace", other(lambda ns, me: turn_call(ns, "session", "s1",
+                                                                            me)), set()),
         ("set_config", own(lambda ns, me: ["FCALL", "redismem_set_config", 1, K.config(ns),
                                            ns, "max_value_bytes", "100000"]), {A}),
         ("trim_feed", own(lambda ns, me: ["FCALL", "redismem_trim_feed", 3, K.feed(ns),
@@ -379,6 +401,15 @@ async def test_roles_through_the_python_api(world: World) -> None:
             await worker.session("s1").changes(after=0)
         with pytest.raises(redismem.PermissionDeniedError):  # FT.* is not a worker's
             await worker.session("s1").similarity_search([1.0, 0.0, 0.0])
+        async with worker.workflow("w1").turn() as turn:  # its granted scopes' turns
+            waiting = asyncio.create_task(worker.workflow("w1").acquire_turn())
+            queue = K.turn_queue(world.a, "workflow", "w1")
+            while await worker.client.zcard(queue) == 0:  # queued: the release must wake it
+                await asyncio.sleep(0.001)
+        assert (await waiting).token == turn.token + 1
+        await (await waiting).release()
+        with pytest.raises(redismem.PermissionDeniedError):
+            await worker.session("s2").acquire_turn()
     async with await redismem.connect(world.url(W), namespace=world.a) as writer:
         with pytest.raises(redismem.PermissionDeniedError):
             await writer.configure(max_value_bytes=4096)

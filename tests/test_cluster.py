@@ -506,6 +506,13 @@ async def test_every_library_function_runs_on_the_namespace_node(
             assert (await scope.get_vector("v")).revision == 1
             assert [m.key for m in await scope.similarity_search([1.0, 0.1], top_k=1)] == ["v"]
             assert await scope.delete_vector("w") is True
+            async with scope.turn() as turn:  # a waiter blocks on the namespace's node
+                waiting = asyncio.create_task(scope.acquire_turn())
+                while await mem.client.zcard(K.turn_queue(ns, "session", session)) == 0:
+                    await asyncio.sleep(0.001)
+                await turn.renew()
+            assert (await waiting).token == turn.token + 1
+            await (await waiting).release()
             events = [MemoryEvent(f"e{i}", "t", None, "message", 1000 + i, {"i": i})
                       for i in range(5)]
             await store.append_event(events[0])
@@ -538,7 +545,7 @@ async def test_every_library_function_runs_on_the_namespace_node(
                 if entry["command"].split()[0].upper() in (b"FCALL", b"FCALL_RO")}
 
     library = {f"redismem_{path.stem}" for path in (REPO / "lua" / "functions").glob("*.lua")}
-    assert len(library) == 23
+    assert len(library) == 26
     assert library - called(home) == set()
     # elsewhere only the library's version, read on every primary
     others = set().union(*(called(port) for port in primaries if port != home))

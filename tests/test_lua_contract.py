@@ -88,6 +88,9 @@ async def call_every_function(rmem: redismem.Memory, redis_url: str, tmp_path: P
     await scope.get_vector("v")
     await scope.delete_vector("v")
     await recording.version()
+    turn = await scope.acquire_turn()
+    await turn.renew()
+    await turn.release()
     async with redismem.RedisMemoryStore(redis_url, namespace=rmem.namespace) as store:
         store.memory._conn.functions = recording
         event = redismem.MemoryEvent("e1", "t1", None, "message", 1, {})
@@ -232,6 +235,8 @@ def test_lua_and_python_limits_agree() -> None:
         "max_events_per_read": limits.MAX_EVENTS_PER_READ,
         "max_event_bytes": limits.MAX_EVENT_BYTES,
         "max_json_depth": limits.MAX_JSON_DEPTH,
+        "min_turn_ms": limits.MIN_TURN_MS,
+        "max_turn_ms": limits.MAX_TURN_MS,
     }
 
 
@@ -339,7 +344,8 @@ async def test_flushall_keeps_functions(lone_client: Any) -> None:
 
 FIXED_ARITY = {"create_session": 3, "delete_memory": 3, "delete_value": 7, "delete_vector": 7,
                "events_since": 5, "get_config": 1, "list_keys": 7, "recent_events": 4,
-               "trim_feed": 2, "upsert_memory": 6, "modify_value": 10}
+               "trim_feed": 2, "upsert_memory": 6, "modify_value": 10, "turn_acquire": 7,
+               "turn_release": 6, "turn_renew": 7}
 
 
 def test_a_trailing_extra_argument_is_refused(redis_url: str) -> None:

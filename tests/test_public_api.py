@@ -12,7 +12,7 @@ PUBLIC = {
     # what calls return
     "Capabilities", "ChangePage", "CompactionResult", "KeyPage", "LongTermMemory",
     "MemoryCapabilities", "MemoryChangeEvent", "MemoryEvent", "MemoryValue", "RetentionPolicy",
-    "SearchPlan", "VectorMatch", "VectorValue",
+    "SearchPlan", "VectorMatch", "VectorValue", "Turn",
     # errors
     "RedisMemError", "ConflictError", "CorruptEntryError", "CursorExpiredError",
     "EvictionPolicyError", "FeedCorruptError", "InvalidArgumentError", "InvalidCursorError",
@@ -21,7 +21,7 @@ PUBLIC = {
     "InvalidValueError", "InvalidVectorError", "LibraryDigestError", "LibraryVersionError",
     "NotReplicatedError", "PermissionDeniedError", "RequestTooLargeError", "RevisionLimitError",
     "ServerNotFoundError", "ServerStartError", "UnavailableError", "ValueTooLargeError",
-    "ValueTypeError",
+    "ValueTypeError", "TurnCorruptError", "TurnLostError", "TurnTimeoutError",
 }
 
 

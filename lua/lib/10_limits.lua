@@ -35,4 +35,6 @@ local LIMITS = {
   max_events_per_call = 100000,
   max_events_per_read = 1000,         -- events one page of recent_events/events_since holds at most
   max_event_bytes = 1048576,
+  min_turn_ms = 100,                  -- the shortest turn ttl or waiter lease
+  max_turn_ms = 86400000,             -- the longest: a day
 }

@@ -35,6 +35,11 @@ local SCHEMA = {
   memory = function(c, user, id) return key_base(c.ns) .. 'ltm:' .. user .. ':' .. id end,
   memories = function(c, user) return key_base(c.ns) .. 'ltmz:' .. user end,
   memory_dim = function(c) return key_base(c.ns) .. 'ltmdim' end,
+  turn = function(c) return key_base(c.ns) .. 'turn:' .. c.scope .. ':' .. c.sid end,
+  turn_queue = function(c) return key_base(c.ns) .. 'turn:' .. c.scope .. ':' .. c.sid .. ':q' end,
+  turn_wake = function(c, holder)
+    return key_base(c.ns) .. 'turn:' .. c.scope .. ':' .. c.sid .. ':w:' .. holder
+  end,
 }
 
 local function expect_keys(keys, count)

@@ -1,0 +1,86 @@
+--[[ redismem_turn_acquire: take the turn of a session or workflow scope, or
+  queue for it (lib/65_turns.lua).
+  KEYS[1] turn hash       rm:{<ns>}:turn:<scope>:<sid>
+  KEYS[2] waiters zset    rm:{<ns>}:turn:<scope>:<sid>:q
+  KEYS[3] feed counter    rm:{<ns>}:seq
+  KEYS[4] feed size       rm:{<ns>}:feedsz
+  KEYS[5] principal key   rm:{<ns>}:who:<principal>:<bucket> (lib/55_requests.lua)
+  KEYS[6] wake list       rm:{<ns>}:turn:<scope>:<sid>:w:<holder>
+  ARGV[1] namespace  ARGV[2] scope (session or workflow)  ARGV[3] scope id
+  ARGV[4] principal  ARGV[5] holder (an id naming this one attempt)
+  ARGV[6] the turn's time to live in ms
+  ARGV[7] '0' = do not queue; else queue (or stay queued) with a lease of
+          this many ms, renewed by calling again
+  Reply: {1, token, expires at (epoch ms)} when the holder has the turn (a
+         holder that has it already keeps its token, its expiry extended);
+         else {0, the current holder or '' (free, but a waiter comes
+         first), its expiry or the first waiter's lease (epoch ms; 0 when
+         neither), the holder's place in the queue (1 = next; 0 = not
+         queued)}.
+  Errors: INVALID_ARGUMENT, INVALID_ID, TURN_CORRUPT, REVISION_LIMIT,
+          FEED_CORRUPT
+  Feed: 'expire' for a lapsed turn it finds, 'acquire' when it grants one.  ]]
+
+local function turn_acquire(keys, args)
+  count_args(args, 7, 'namespace, scope, scope id, principal, holder, ttl, lease', 7)
+  expect_keys(keys, 6)
+  local t = turn_call(keys, args, true)
+  local ttl = parse_turn_ms('ttl', args[6])
+  local lease = args[7] ~= '0' and parse_turn_ms('waiter lease', args[7]) or 0
+  expect_key(keys, 6, SCHEMA.turn_wake(t.c, t.holder))
+  local w = turn_writer(t, keys, 3)
+  read_turn(t)
+  local now = now_ms()
+  if turn_held(t, now) and t.held_by == t.holder then -- a call sent again
+    redis.call('HSET', t.key, 'exp', int_string(now + ttl))
+    return {1, t.token, now + ttl}
+  end
+  local busy = turn_held(t, now)
+  local head, lapsed = nil, {}
+  if not busy then
+    head, lapsed = first_waiter(t, now)
+  end
+  local granted = not busy and (head == nil or head == t.holder)
+  local head_lease
+  if granted and t.token >= LIMITS.max_revision then
+    fail('REVISION_LIMIT', 'the turn of ' .. show(t.key) .. ' is at token ' .. int_string(t.token)
+         .. ', the largest there is')
+  end
+  w.now = now
+  prepare_feed(w)
+  if t.held_by and not busy then
+    plan_event(w, t.held_by, 'expire', t.token, nil)
+  end
+  if granted then
+    plan_event(w, t.holder, 'acquire', t.token + 1, nil)
+  end
+  publish(w)
+  drop_waiters(t, lapsed)
+  if granted then
+    leave_queue(t, t.holder)
+    redis.call('HSET', t.key, 'token', int_string(t.token + 1), 'holder', t.holder,
+               'by', t.principal, 'exp', int_string(now + ttl))
+    return {1, t.token + 1, now + ttl}
+  end
+  if not busy then -- free, and a waiter comes first: wake it
+    if t.held_by then
+      redis.call('HDEL', t.key, 'holder', 'by', 'exp')
+    end
+    head_lease = wake_first(t, now)
+  end
+  local place = 0
+  if lease > 0 then
+    if not redis.call('ZSCORE', t.queue, t.holder) then
+      redis.call('HSET', t.key, 'ticket', int_string(t.ticket + 1))
+      redis.call('ZADD', t.queue, int_string(t.ticket + 1), t.holder)
+    end
+    redis.call('HSET', t.key, 'w:' .. t.holder, int_string(now + lease))
+    place = redis.call('ZRANK', t.queue, t.holder) + 1
+  end
+  if busy then
+    return {0, t.held_by, t.exp, place}
+  end
+  return {0, '', head_lease or 0, place}
+end
+
+register('redismem_turn_acquire', turn_acquire)

@@ -1,0 +1,236 @@
+"""Session turns: one holder at a time per session or workflow scope, each
+turn with a fencing token (``lua/lib/65_turns.lua``).
+
+A waiter does not poll: it queues (arrival order) and blocks on a list of
+its own (``BLPOP``), to which whoever frees the turn pushes. It also wakes
+when the holder's turn would lapse, and every third of its lease to renew
+it; a waiter that is cancelled leaves the queue, one that dies is skipped
+once its lease has passed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from datetime import UTC, datetime
+from types import TracebackType
+
+from redis.exceptions import RedisError
+
+from . import keys as K
+from . import limits
+from ._connection import Connection
+from .errors import InvalidArgumentError, RedisMemError, TurnLostError, TurnTimeoutError
+from .feed import block_seconds
+
+log = logging.getLogger("redismem.turns")
+
+WAITER_LEASE_MS = 15_000
+"""How long a queued waiter keeps its place without renewing it (it renews
+every third of this)."""
+
+TURN_SCOPES = ("session", "workflow")
+
+
+def holder_id(principal: str) -> str:
+    """A fresh holder id: the principal (cut to 100 bytes) and 12 random characters."""
+    short = principal.encode()[:100].decode(errors="ignore")
+    return f"{short}/{secrets.token_urlsafe(9)}"
+
+
+def _seconds(what: str, value: object, *, zero: bool = False) -> int:
+    """``value`` seconds as ms within the turn bounds (``zero``: 0 allowed)."""
+    low, high = limits.MIN_TURN_MS / 1000, limits.MAX_TURN_MS / 1000
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (
+        (zero and value == 0) or low <= value <= high
+    ):
+        allowed = "0 or " if zero else ""
+        raise InvalidArgumentError(f"{what} must be {allowed}{low:g}..{high:g} seconds, "
+                                   f"got {value!r}")
+    return int(value * 1000)
+
+
+def _at(epoch_ms: int) -> datetime:
+    return datetime.fromtimestamp(epoch_ms / 1000, tz=UTC)
+
+
+class Turn:
+    """A turn held in one session or workflow scope.
+
+    Attributes:
+        token: the fencing token: strictly increasing per scope, across
+            server restarts (with a durable server).
+        holder: this holder's id (``<principal>/<random>``).
+        expires_at: when the turn lapses unless renewed (server time, UTC).
+        scope, scope_id: the scope whose turn it is.
+        lost: the TurnLostError of a renewal that found the turn taken by
+            another, else None.
+    """
+
+    def __init__(self, conn: Connection, scope: str, scope_id: str, holder: str, token: int,
+                 expires_ms: int, ttl_ms: int) -> None:
+        self._conn = conn
+        self.scope = scope
+        self.scope_id = scope_id
+        self.holder = holder
+        self.token = token
+        self.expires_at = _at(expires_ms)
+        self.lost: TurnLostError | None = None
+        self._ttl_ms = ttl_ms
+        self._released = False
+        self._renewer: asyncio.Task[None] | None = None
+
+    def __repr__(self) -> str:
+        return (f"Turn(token={self.token}, holder={self.holder!r}, "
+                f"expires_at={self.expires_at.isoformat()!r})")
+
+    def _args(self) -> tuple[str, str, str, str, str]:
+        conn = self._conn
+        return conn.namespace, self.scope, self.scope_id, conn.principal, self.holder
+
+    async def renew(self, ttl_seconds: float | None = None) -> datetime:
+        """Extend the turn to ``ttl_seconds`` (default: the ttl it was taken
+        with) from now; returns the new expiry.
+
+        Raises:
+            TurnLostError: the turn was released, or it lapsed and another
+                holder took it; writes with its token are refused.
+        """
+        ttl = self._ttl_ms if ttl_seconds is None else _seconds("ttl_seconds", ttl_seconds)
+        try:
+            expires = await self._conn.functions.turn_renew(*self._args(), self.token, ttl)
+        except TurnLostError as exc:
+            self.lost = exc
+            raise
+        self.expires_at = _at(expires)
+        return self.expires_at
+
+    async def release(self) -> bool:
+        """End the turn and wake the next waiter; stops the background
+        renewal. Returns False when the turn was no longer this holder's
+        (lost) or was released already."""
+        self._stop_renewing()
+        if self._released:
+            return False
+        released = await self._conn.functions.turn_release(*self._args(), self.token)
+        self._released = True
+        return released
+
+    def keep_alive(self) -> None:
+        """Renew the turn in the background, every third of its ttl, until
+        :meth:`release` (or until it is found lost: then :attr:`lost` is set
+        and a warning logged on ``redismem.turns``)."""
+        if self._renewer is None:
+            self._renewer = asyncio.get_running_loop().create_task(self._renewing())
+
+    def _stop_renewing(self) -> None:
+        if self._renewer is not None:
+            self._renewer.cancel()
+            self._renewer = None
+
+    async def _renewing(self) -> None:
+        interval = self._ttl_ms / 3000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.renew()
+            except TurnLostError as exc:
+                log.warning("%s", exc)
+                return
+            except (RedisError, RedisMemError, OSError) as exc:
+                # a lost connection or a restarting server: try again sooner,
+                # while the turn may still be held
+                log.warning("could not renew turn %d of %s:%s (%s); trying again", self.token,
+                            self.scope, self.scope_id, exc)
+                interval = self._ttl_ms / 10000
+            else:
+                interval = self._ttl_ms / 3000
+
+
+async def acquire(conn: Connection, scope: str, scope_id: str, ttl_seconds: float,
+                  wait_seconds: float | None) -> Turn:
+    """Take the turn of a session or workflow scope, waiting in the queue
+    up to ``wait_seconds`` (None: for as long as it takes; 0: not at all).
+
+    Raises:
+        InvalidArgumentError: another scope, or a ttl or wait out of bounds.
+        TurnTimeoutError: no turn within ``wait_seconds``.
+    """
+    if scope not in TURN_SCOPES:
+        raise InvalidArgumentError(f"turns are taken in session and workflow scopes, "
+                                   f"not {scope!r}")
+    ttl_ms = _seconds("ttl_seconds", ttl_seconds)
+    if wait_seconds is not None and (isinstance(wait_seconds, bool) or not isinstance(
+            wait_seconds, int | float) or not 0 <= wait_seconds <= limits.MAX_TURN_MS / 1000):
+        raise InvalidArgumentError(f"wait_seconds must be None or 0..{limits.MAX_TURN_MS // 1000}"
+                                   f" seconds, got {wait_seconds!r}")
+    holder = holder_id(conn.principal)
+    ns, principal = conn.namespace, conn.principal
+    lease_ms = 0 if wait_seconds == 0 else WAITER_LEASE_MS
+    wake = K.turn_wake(ns, scope, scope_id, holder)
+    loop = asyncio.get_running_loop()
+    deadline = None if wait_seconds is None else loop.time() + wait_seconds
+    queued = False
+    try:
+        while True:
+            granted, who, until_ms, place = await conn.functions.turn_acquire(
+                ns, scope, scope_id, principal, holder, ttl_ms, lease_ms)
+            if granted:
+                return Turn(conn, scope, scope_id, holder, int(who), until_ms, ttl_ms)
+            queued = place > 0
+            block = lease_ms / 3000
+            if until_ms:  # wake when the holder's turn (or the first waiter's lease) lapses
+                block = min(block, max(until_ms / 1000 - time.time(), 0) + 0.002)
+            if deadline is not None:
+                left = deadline - loop.time()
+                if left <= 0:
+                    raise TurnTimeoutError(
+                        f"no turn of {scope}:{scope_id} within {wait_seconds} s; "
+                        + (f"{who} holds it" if who else "earlier waiters come first"),
+                        holder=str(who))
+                block = min(block, left)
+            block = block_seconds(conn.client, block)
+            await conn.client.blpop([wake], timeout=max(block, 0.001))
+    except BaseException:
+        if queued:  # leave the queue, so that the waiters behind are not held up
+            with contextlib.suppress(Exception):
+                await asyncio.shield(conn.functions.turn_release(ns, scope, scope_id, principal,
+                                                                 holder, None))
+        raise
+
+
+class TurnContext:
+    """``async with scope.turn() as turn``: takes the turn on entry, renews
+    it in the background while the block runs, releases it on exit. When
+    the turn was lost before the block ended (it lapsed and another holder
+    took it) and the block raised nothing, leaving raises TurnLostError."""
+
+    def __init__(self, conn: Connection, scope: str, scope_id: str, ttl_seconds: float,
+                 wait_seconds: float | None) -> None:
+        self._args = (conn, scope, scope_id, ttl_seconds, wait_seconds)
+        self._turn: Turn | None = None
+
+    async def __aenter__(self) -> Turn:
+        self._turn = await acquire(*self._args)
+        self._turn.keep_alive()
+        return self._turn
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        turn, self._turn = self._turn, None
+        assert turn is not None
+        try:
+            released = await turn.release()
+        except Exception:
+            if exc is None:
+                raise
+            log.warning("could not release turn %d of %s:%s", turn.token, turn.scope,
+                        turn.scope_id, exc_info=True)
+            return
+        if not released and exc is None:
+            raise turn.lost or TurnLostError(
+                f"turn {turn.token} of {turn.scope}:{turn.scope_id} was lost before the block "
+                "ended: it lapsed and another holder took the turn")

@@ -1,0 +1,266 @@
+"""Session turns: one holder at a time, fencing tokens that only increase,
+waiters served in arrival order, every acquire, release and expiry in the
+feed."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+import redis
+
+import redismem
+from redismem import feed
+from redismem import keys as K
+from redismem.library import bundled
+
+
+async def feed_events(mem: redismem.Memory) -> list[redismem.MemoryChangeEvent]:
+    page = await feed.read_page(mem.client, mem.namespace, 0, 1000, feed.EventFilter())
+    return page.items
+
+
+async def turn_events(mem: redismem.Memory) -> list[tuple[str, str, int]]:
+    """(action, holder, token) of every turn event in the feed, in order."""
+    return [(e.action, e.key, e.revision) for e in await feed_events(mem) if e.kind == "turn"]
+
+
+async def queued(mem: redismem.Memory, scope: str, sid: str, count: int) -> None:
+    """Wait until ``count`` waiters are queued for the turn."""
+    key = K.turn_queue(mem.namespace, scope, sid)
+    while await mem.client.zcard(key) != count:
+        await asyncio.sleep(0.001)
+
+
+@pytest.mark.on_cluster
+async def test_a_turn_has_one_holder_and_tokens_increase(mem: redismem.Memory) -> None:
+    scope = mem.session("s1")
+    first = await scope.acquire_turn(ttl_seconds=30)
+    assert first.token == 1 and first.holder.startswith("tester/")
+    with pytest.raises(redismem.TurnTimeoutError, match=r"no turn of session:s1 within 0 s; "
+                                                         r"tester/\S+ holds it") as caught:
+        await scope.acquire_turn(wait_seconds=0)
+    assert caught.value.holder == first.holder
+    assert await first.release() is True
+    assert await first.release() is False  # once
+    second = await scope.acquire_turn()
+    assert second.token == 2 and second.holder != first.holder
+    # another scope has turns of its own
+    other = await mem.workflow("w1").acquire_turn()
+    assert other.token == 1
+    await second.release()
+    await other.release()
+    assert await turn_events(mem) == [
+        ("acquire", first.holder, 1), ("release", first.holder, 1),
+        ("acquire", second.holder, 2), ("acquire", other.holder, 1),
+        ("release", second.holder, 2), ("release", other.holder, 1)]
+    events = [e for e in await feed_events(mem) if e.kind == "turn"]
+    assert {(e.scope, e.scope_id) for e in events} == {("session", "s1"), ("workflow", "w1")}
+    assert {e.principal for e in events} == {"tester"}
+
+
+async def test_a_lapsed_turn_goes_to_the_next_and_the_old_holder_learns_it(
+        mem: redismem.Memory) -> None:
+    scope = mem.session("s1")
+    old = await scope.acquire_turn(ttl_seconds=0.2)
+    new = await scope.acquire_turn(ttl_seconds=30)  # waits for the lapse
+    assert new.token == old.token + 1
+    with pytest.raises(redismem.TurnLostError, match=r"turn 1 of session:s1 was lost: "
+                                                     r"token 2 is held by 'tester/"):
+        await old.renew()
+    assert old.lost is not None
+    assert await old.release() is False
+    assert (await new.renew()) >= new.expires_at
+    await new.release()
+    assert await turn_events(mem) == [
+        ("acquire", old.holder, 1), ("expire", old.holder, 1), ("acquire", new.holder, 2),
+        ("release", new.holder, 2)]
+
+
+async def test_a_lapsed_turn_nobody_took_can_be_renewed(mem: redismem.Memory) -> None:
+    turn = await mem.session("s1").acquire_turn(ttl_seconds=0.1)
+    key = K.turn(mem.namespace, "session", "s1")
+    while int(await mem.client.hget(key, "exp")) > redismem.now_ms():
+        await asyncio.sleep(0.01)
+    await turn.renew(30)  # its token is still the latest
+    assert await turn.release() is True
+
+
+async def test_the_context_manager_renews_in_the_background_and_releases(
+        mem: redismem.Memory) -> None:
+    scope = mem.session("s1")
+    key = K.turn(mem.namespace, "session", "s1")
+    async with scope.turn(ttl_seconds=0.3) as turn:
+        seen = {await mem.client.hget(key, "exp")}
+        while len(seen) < 4:  # three renewals: a whole ttl has passed
+            seen.add(await mem.client.hget(key, "exp"))
+            await asyncio.sleep(0.01)
+        with pytest.raises(redismem.TurnTimeoutError):
+            await scope.acquire_turn(wait_seconds=0)
+    assert turn.lost is None
+    assert await mem.client.hget(key, "holder") is None
+    assert (await scope.acquire_turn(wait_seconds=0)).token == 2
+
+
+async def test_leaving_a_block_whose_turn_was_taken_raises(mem: redismem.Memory) -> None:
+    scope = mem.session("s1")
+    with pytest.raises(redismem.TurnLostError, match="was lost before the block ended"):
+        async with scope.turn(ttl_seconds=0.2) as turn:
+            turn._stop_renewing()  # as a process paused past its ttl would
+            taker = await scope.acquire_turn()
+    assert taker.token == turn.token + 1
+    await taker.release()
+    # an exception of the block itself is not replaced
+    with pytest.raises(KeyError):
+        async with scope.turn(ttl_seconds=0.2, wait_seconds=5) as turn:
+            turn._stop_renewing()
+            raise KeyError("mine")
+
+
+@pytest.mark.on_cluster
+async def test_five_waiters_are_served_in_arrival_order_and_a_cancelled_one_leaves(
+        mem: redismem.Memory) -> None:
+    scope = mem.session("s1")
+    first = await scope.acquire_turn()
+    served: list[int] = []
+
+    async def wait(n: int) -> None:
+        async with scope.turn() as turn:
+            served.append(n)
+            assert turn.token == len(served) + 1
+
+    tasks = []
+    for n in range(5):
+        tasks.append(asyncio.create_task(wait(n)))
+        await queued(mem, "session", "s1", n + 1)
+    tasks[2].cancel()
+    await queued(mem, "session", "s1", 4)
+    await first.release()
+    await asyncio.gather(*tasks[:2], *tasks[3:])
+    assert served == [0, 1, 3, 4]
+    assert await mem.client.zcard(K.turn_queue(mem.namespace, "session", "s1")) == 0
+    assert await mem.client.keys(K.turn(mem.namespace, "session", "s1") + ":w:*") == []
+
+
+async def test_a_waiter_that_times_out_leaves_the_queue(mem: redismem.Memory) -> None:
+    scope = mem.session("s1")
+    holder = await scope.acquire_turn()
+    with pytest.raises(redismem.TurnTimeoutError, match=r"within 0\.05 s"):
+        await scope.acquire_turn(wait_seconds=0.05)
+    assert await mem.client.zcard(K.turn_queue(mem.namespace, "session", "s1")) == 0
+    await holder.release()
+
+
+async def test_a_dead_waiter_is_skipped_once_its_lease_passed(rmem: redismem.Memory) -> None:
+    """A waiter that died without leaving (no release) keeps its place only
+    for its lease."""
+    ns = rmem.namespace
+    holder = await rmem.session("s1").acquire_turn()
+    functions = rmem._conn.functions
+    granted, *_ = await functions.turn_acquire(ns, "session", "s1", "tester", "ghost", 30_000,
+                                               100)
+    assert not granted
+    await holder.release()  # wakes the ghost, which never comes
+    turn = await rmem.session("s1").acquire_turn(wait_seconds=5)
+    assert turn.token == 2
+
+
+@pytest.mark.parametrize("bad", [{"ttl_seconds": 0.01}, {"ttl_seconds": 90_000},
+                                 {"ttl_seconds": True}, {"wait_seconds": -1},
+                                 {"wait_seconds": "5"}])
+async def test_bad_turn_arguments_are_refused(rmem: redismem.Memory, bad: dict[str, Any]
+                                              ) -> None:
+    with pytest.raises(redismem.InvalidArgumentError):
+        await rmem.session("s1").acquire_turn(**bad)
+    with pytest.raises(redismem.InvalidArgumentError, match="session and workflow scopes"):
+        await rmem.global_scope().acquire_turn()
+    assert await rmem.client.keys(K.turns_pattern(rmem.namespace)) == []
+
+
+def fcall(conn: redis.Redis, name: str, keys: list[str], args: list[Any]) -> Any:
+    return conn.fcall(f"redismem_{name}", len(keys), *keys, *args)
+
+
+def turn_keys(ns: str, sid: str, holder: str) -> list[str]:
+    return [K.turn(ns, "session", sid), K.turn_queue(ns, "session", sid), K.sequence(ns),
+            K.feed_size(ns), K.principal(ns, "p"), K.turn_wake(ns, "session", sid, holder)]
+
+
+@pytest.mark.parametrize(("name", "change", "error"), [
+    ("turn_acquire", {1: "actor"}, "INVALID_ARGUMENT turns are taken in session and workflow"),
+    ("turn_acquire", {5: "99"}, "INVALID_ARGUMENT ttl in milliseconds must be between 100"),
+    ("turn_acquire", {6: "-1"}, "INVALID_ARGUMENT waiter lease in milliseconds must be"),
+    ("turn_acquire", {4: "a b"}, "INVALID_ID holder must not contain"),
+    ("turn_acquire", {3: "q"}, "INVALID_ARGUMENT KEYS\\[5\\] must be"),
+    ("turn_release", {5: "x"}, "INVALID_ARGUMENT token must be an integer"),
+    ("turn_renew", {5: "0"}, "INVALID_ARGUMENT token must be between 1"),
+])
+def test_the_lua_functions_refuse_bad_calls_and_change_nothing(
+        lua_client: redis.Redis, name: str, change: dict[int, str], error: str) -> None:
+    ns = "tbad" + name
+    args = {"turn_acquire": [ns, "session", "s", "p", "h", "1000", "0"],
+            "turn_release": [ns, "session", "s", "p", "h", "1"],
+            "turn_renew": [ns, "session", "s", "p", "h", "1", "1000"]}[name]
+    for slot, value in change.items():
+        args[slot] = value
+    keys = turn_keys(ns, "s", "h")
+    if name == "turn_renew":
+        keys = keys[:1]
+    with pytest.raises(redis.ResponseError, match=f"^{error}"):
+        fcall(lua_client, name, keys, args)
+    assert lua_client.keys(f"rm:{{{ns}}}:*") == []
+
+
+def test_a_token_that_is_not_a_number_is_refused(lua_client: redis.Redis) -> None:
+    ns = "tcorrupt"
+    lua_client.hset(K.turn(ns, "session", "s"), "token", "lots")
+    with pytest.raises(redis.ResponseError, match=r"^TURN_CORRUPT field token of"):
+        fcall(lua_client, "turn_acquire", turn_keys(ns, "s", "h"),
+              [ns, "session", "s", "p", "h", "1000", "0"])
+    assert lua_client.hgetall(K.turn(ns, "session", "s")) == {b"token": b"lots"}
+    assert lua_client.exists(K.feed(ns)) == 0
+
+
+CONTENDER = """
+import asyncio, os, sys
+import redismem
+
+async def main(url, ns, turns):
+    async with await redismem.connect(url, namespace=ns) as mem:
+        scope = mem.session("contended")
+        for _ in range(turns):
+            async with scope.turn(ttl_seconds=10) as turn:
+                await scope.append("history", ["enter", turn.token, os.getpid()])
+                await asyncio.sleep(0)
+                await scope.append("history", ["leave", turn.token, os.getpid()])
+
+asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))
+"""
+
+
+async def test_two_processes_contend_200_times_without_overlap(rmem: redismem.Memory,
+                                                                 redis_url: str) -> None:
+    """The history of the appends each holder makes on entering and leaving
+    (in the server's order) alternates enter/leave of one holder at a time,
+    and its tokens increase by one per turn."""
+    workers = [subprocess.Popen([sys.executable, "-c", CONTENDER, redis_url, rmem.namespace,
+                                 "100"]) for _ in range(2)]
+    assert [worker.wait(timeout=120) for worker in workers] == [0, 0]
+    history = (await rmem.session("contended").get("history")).value
+    assert len(history) == 400
+    for n, (enter, leave) in enumerate(zip(history[::2], history[1::2], strict=True)):
+        assert enter == ["enter", n + 1, enter[2]], history[2 * n - 2: 2 * n + 2]
+        assert leave == ["leave", n + 1, enter[2]]
+    assert {entry[2] for entry in history} == {w.pid for w in workers}
+    events = await turn_events(rmem)
+    assert [(action, token) for action, _, token in events] == [
+        (action, n) for n in range(1, 201) for action in ("acquire", "release")]
+
+
+def test_the_library_registers_the_turn_functions() -> None:
+    code = bundled().code
+    for name in ("turn_acquire", "turn_release", "turn_renew"):
+        assert f"register('redismem_{name}'" in code
