@@ -110,7 +110,8 @@ def _base(ns: str) -> str:
 def _scope_families(ns: str, scope: str, sid: str) -> list[str]:
     """Patterns of every key of one scope (``sid`` may be ``*``): its
     values and vectors, their listings, expiries and revisions, the
-    vector dimensions, and its turn (hash, queue, wake lists)."""
+    vector dimensions, and its turn (hash, queue, wake lists: every scope
+    write declares the scope's turn hash)."""
     b = _base(ns)
     out = []
     for tag in ("val", "vec"):
@@ -121,10 +122,8 @@ def _scope_families(ns: str, scope: str, sid: str) -> list[str]:
 
 
 def _turn_families(ns: str, scope: str, sid: str) -> list[str]:
-    """Patterns of a session's or workflow's turn: its hash, queue and wake
-    lists (none for other scopes)."""
-    if scope not in ("session", "workflow"):
-        return []
+    """Patterns of a scope's turn: its hash, queue and wake lists (turns
+    are taken in sessions and workflows only)."""
     b = _base(ns)
     return [f"{b}turn:{scope}:{sid}", f"{b}turn:{scope}:{sid}:*"]
 

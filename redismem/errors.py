@@ -159,6 +159,24 @@ class TurnLostError(RedisMemError):
     lua_reply = True
 
 
+class StaleTurnError(RedisMemError):
+    """A write carried the token of a turn that is no longer the scope's
+    latest: the turn lapsed and another holder took it. Nothing was changed.
+
+    Attributes:
+        token: the token the write carried (-1 when not known).
+        current: the scope's latest token (-1 when not known).
+    """
+
+    code = "stale_turn"
+    lua_reply = True
+
+    def __init__(self, message: str, *, token: int = -1, current: int = -1) -> None:
+        super().__init__(message)
+        self.token = token
+        self.current = current
+
+
 class TurnTimeoutError(RedisMemError, TimeoutError):
     """No turn was granted within ``wait_seconds``; the waiter left the queue.
 
@@ -315,6 +333,7 @@ BY_CODE: dict[str, type[RedisMemError]] = {
 ``lua_reply`` themselves (a subclass does not inherit it)."""
 
 _CONFLICT = re.compile(r"expected (\d+) actual (\d+)")
+_STALE = re.compile(r"turn token (\d+) .* is at token (\d+)")
 
 
 def from_reply(text: str, *, key: str | None = None) -> RedisMemError | None:
@@ -327,4 +346,8 @@ def from_reply(text: str, *, key: str | None = None) -> RedisMemError | None:
         found = _CONFLICT.search(message)
         expected, actual = (int(found[1]), int(found[2])) if found else (-1, -1)
         return ConflictError(message, key=key, expected=expected, actual=actual)
+    if cls is StaleTurnError:
+        found = _STALE.search(message)
+        token, current = (int(found[1]), int(found[2])) if found else (-1, -1)
+        return StaleTurnError(message, token=token, current=current)
     return cls(message)

@@ -244,7 +244,8 @@ class Functions:
         (``set_values``, ``set_vectors``) sends whatever its items, at most."""
         return request_bytes([*K.scope_writes(ns, kind, scope, sid, principal),
                               *_dimensions(ns, kind, scope, sid)],
-                             [ns, scope, sid, str(limits.MAX_TTL_MS), principal, request_id()])
+                             [ns, scope, sid, str(limits.MAX_TTL_MS), principal, request_id(),
+                              str(limits.MAX_REVISION)])
 
     @staticmethod
     def item_bytes(ns: str, kind: K.Kind, scope: str, sid: str,
@@ -253,14 +254,16 @@ class Functions:
         return request_bytes([K.entry(ns, kind, scope, sid, str(item[0]))], item)
 
     async def set_items(self, kind: K.Kind, ns: str, scope: str, sid: str, ttl: str,
-                        principal: str, items: Sequence[Sequence[str | bytes]]) -> list[int]:
+                        principal: str, items: Sequence[Sequence[str | bytes]],
+                        token: str = "") -> list[int]:
         """``redismem_set_values`` (``items`` are (key, json, expected)
         triples) or ``redismem_set_vectors`` ((key, float32 bytes, metadata
-        JSON, expected) quadruples): the revision of each item."""
+        JSON, expected) quadruples): the revision of each item. ``token``:
+        the writer's turn token in the scope ("" = none)."""
         keys = [*K.scope_writes(ns, kind, scope, sid, principal),
                 *_dimensions(ns, kind, scope, sid),
                 *(K.entry(ns, kind, scope, sid, str(item[0])) for item in items)]
-        args: list[str | bytes | int] = [ns, scope, sid, ttl, principal, request_id()]
+        args: list[str | bytes | int] = [ns, scope, sid, ttl, principal, request_id(), token]
         for item in items:
             args.extend(item)
         only = str(items[0][0]) if len(items) == 1 else None
@@ -268,13 +271,13 @@ class Functions:
         return [int(revision) for revision in reply]
 
     async def delete_item(self, kind: K.Kind, ns: str, scope: str, sid: str, key: str,
-                          expected: str, principal: str) -> bool:
+                          expected: str, principal: str, token: str = "") -> bool:
         """``redismem_delete_value`` or ``redismem_delete_vector``: whether it existed."""
         keys = [K.entry(ns, kind, scope, sid, key),
                 *K.scope_writes(ns, kind, scope, sid, principal),
                 *_dimensions(ns, kind, scope, sid)]
         reply = await self._call(_DELETE[kind], keys,
-                                 [ns, scope, sid, key, expected, principal, request_id()],
+                                 [ns, scope, sid, key, expected, principal, request_id(), token],
                                  key=key)
         return bool(reply)
 
@@ -347,23 +350,25 @@ class Functions:
         return int(dropped), bool(more)
 
     async def modify_value(self, ns: str, scope: str, sid: str, ttl: str, principal: str,
-                           key: str, op: str, operand: str, max_items: str = ""
-                           ) -> tuple[int, bytes]:
+                           key: str, op: str, operand: str, max_items: str = "",
+                           token: str = "") -> tuple[int, bytes]:
         """``redismem_modify_value``: (new revision, new JSON for incr else b"")."""
         keys = [*K.scope_writes(ns, "value", scope, sid, principal), K.value(ns, scope, sid, key)]
-        args: list[str | bytes | int] = [ns, scope, sid, ttl, principal, request_id(), key, op,
-                                         operand]
+        args: list[str | bytes | int] = [ns, scope, sid, ttl, principal, request_id(), token,
+                                         key, op, operand]
         if op == "append":
             args.append(max_items)
         revision, json_text = await self._call("redismem_modify_value", keys, args, key=key)
         return int(revision), json_text
 
-    async def append_events(self, ns: str, thread: str, events: Sequence[str]) -> list[int]:
-        """``redismem_append_events``: 1 per event appended, 0 per id already there."""
+    async def append_events(self, ns: str, thread: str, events: Sequence[str],
+                            token: str = "") -> list[int]:
+        """``redismem_append_events``: 1 per event appended, 0 per id already
+        there. ``token``: the writer's turn token in the thread's session."""
         keys = [K.thread_events(ns, thread), K.thread_times(ns, thread),
-                K.thread_ids(ns, thread), K.threads(ns)]
+                K.thread_ids(ns, thread), K.threads(ns), K.turn(ns, "session", thread)]
         return [int(flag) for flag in
-                await self._call("redismem_append_events", keys, [ns, thread, *events])]
+                await self._call("redismem_append_events", keys, [ns, thread, token, *events])]
 
     async def replace_events(self, ns: str, thread: str, events: Sequence[str]) -> int:
         """``redismem_replace_events``: the number of events the thread now holds."""

@@ -73,13 +73,15 @@ def revisions(ns: str, kind: Kind, scope: str, sid: str) -> str:
 
 
 def scope_writes(ns: str, kind: Kind, scope: str, sid: str, who: str) -> list[str]:
-    """The six keys every scope write passes, in this order: names, expiry,
-    revisions, sequence, feed size, and the writer's principal key
-    (``scope_writer`` in ``lua/lib/60_names.lua``). The feed and the config
-    are not passed: FCALL would require write access to the config and read
-    access to the feed of every caller."""
+    """The seven keys every scope write passes, in this order: names,
+    expiry, revisions, sequence, feed size, the writer's principal key and
+    the scope's turn hash (``scope_writer`` in ``lua/lib/60_names.lua``; a
+    write may carry a turn token). The feed and the config are not passed:
+    FCALL would require write access to the config and read access to the
+    feed of every caller."""
     return [names(ns, kind, scope, sid), expiry(ns, kind, scope, sid),
-            revisions(ns, kind, scope, sid), sequence(ns), feed_size(ns), principal(ns, who)]
+            revisions(ns, kind, scope, sid), sequence(ns), feed_size(ns), principal(ns, who),
+            turn(ns, scope, sid)]
 
 
 REQUEST_BUCKET_MS = 60_000

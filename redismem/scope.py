@@ -187,17 +187,21 @@ class MemoryScope:
             total += size
         return calls
 
+    def _token(self) -> str:
+        """The turn token this task's writes to the scope carry ("" = none)."""
+        return turns.token_arg(*self._scope_args())
+
     async def _write(self, kind: KeyKind, items: Sequence[Sequence[str | bytes]], ttl: str
                      ) -> list[int]:
         """One call writing checked ``items`` of ``kind``: their revisions."""
         return await self._conn.functions.set_items(kind, *self._scope_args(), ttl,
-                                                    self._conn.principal, items)
+                                                    self._conn.principal, items, self._token())
 
     async def _delete(self, kind: KeyKind, key: str, expected_revision: int | None) -> bool:
         check.check_key(key)
         expected = check.expected_arg(expected_revision)
         return await self._conn.functions.delete_item(kind, *self._scope_args(), key, expected,
-                                                      self._conn.principal)
+                                                      self._conn.principal, self._token())
 
     async def delete(self, key: str, *, expected_revision: int | None = None) -> bool:
         """Delete ``key``; False when it did not exist.
@@ -263,7 +267,8 @@ class MemoryScope:
                       max_items: str = "") -> tuple[int, bytes]:
         ttl = "KEEPTTL" if ttl_seconds is None else check.ttl_arg(ttl_seconds)
         return await self._conn.functions.modify_value(
-            *self._scope_args(), ttl, self._conn.principal, key, op, operand, max_items)
+            *self._scope_args(), ttl, self._conn.principal, key, op, operand, max_items,
+            self._token())
 
     async def incr(self, key: str, by: int = 1, *, ttl_seconds: float | None = None
                    ) -> MemoryValue:

@@ -23,7 +23,7 @@ from redis.exceptions import ResponseError
 
 from . import _validate as check
 from . import keys as K
-from . import limits
+from . import limits, turns
 from . import vectors as V
 from .bm25 import bm25_rank, tokens
 from .errors import (
@@ -173,8 +173,10 @@ class RedisMemoryStore:
         return await self._append(thread_id, bodies) if bodies else 0
 
     async def _append(self, thread_id: str, bodies: list[str]) -> int:
+        # inside a turn of the thread's session, the append carries its token
+        token = turns.token_arg(self.namespace, "session", thread_id)
         flags = await self.memory._conn.functions.append_events(self.namespace, thread_id,
-                                                                bodies)
+                                                                bodies, token)
         return sum(flags)
 
     async def get_recent_events(self, thread_id: str, limit: int = 50) -> list[MemoryEvent]:

@@ -6,6 +6,11 @@ its own (``BLPOP``), to which whoever frees the turn pushes. It also wakes
 when the holder's turn would lapse, and every third of its lease to renew
 it; a waiter that is cancelled leaves the queue, one that dies is skipped
 once its lease has passed.
+
+Fencing: while a turn is held, the writes to its scope made in the task
+that took it (and in tasks that task starts) carry its token, and the Lua
+library refuses them (StaleTurnError) once a later turn began. The held
+tokens live in a context variable, so other tasks' writes carry none.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import contextlib
 import logging
 import secrets
 import time
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from types import TracebackType
 
@@ -33,6 +39,27 @@ WAITER_LEASE_MS = 15_000
 every third of this)."""
 
 TURN_SCOPES = ("session", "workflow")
+
+_held: ContextVar[dict[tuple[str, str, str], int] | None] = ContextVar("redismem_turns",
+                                                                      default=None)
+"""(namespace, scope, scope id) -> the token of the turn this task holds there."""
+
+
+def token_arg(ns: str, scope: str, sid: str) -> str:
+    """The token a write to this scope carries ("" when no turn is held here)."""
+    held = _held.get()
+    token = held.get((ns, scope, sid)) if held else None
+    return "" if token is None else str(token)
+
+
+def _carry(ns: str, scope: str, sid: str, token: int | None) -> None:
+    """Let this task's writes to the scope carry ``token`` (None: none)."""
+    held = dict(_held.get() or {})
+    if token is None:
+        held.pop((ns, scope, sid), None)
+    else:
+        held[(ns, scope, sid)] = token
+    _held.set(held)
 
 
 def holder_id(principal: str) -> str:
@@ -110,9 +137,12 @@ class Turn:
 
     async def release(self) -> bool:
         """End the turn and wake the next waiter; stops the background
-        renewal. Returns False when the turn was no longer this holder's
-        (lost) or was released already."""
+        renewal, and this task's writes no longer carry the token. Returns
+        False when the turn was no longer this holder's (lost) or was
+        released already."""
         self._stop_renewing()
+        if token_arg(self._conn.namespace, self.scope, self.scope_id) == str(self.token):
+            _carry(self._conn.namespace, self.scope, self.scope_id, None)
         if self._released:
             return False
         released = await self._conn.functions.turn_release(*self._args(), self.token)
@@ -179,6 +209,7 @@ async def acquire(conn: Connection, scope: str, scope_id: str, ttl_seconds: floa
             granted, who, until_ms, place = await conn.functions.turn_acquire(
                 ns, scope, scope_id, principal, holder, ttl_ms, lease_ms)
             if granted:
+                _carry(ns, scope, scope_id, int(who))
                 return Turn(conn, scope, scope_id, holder, int(who), until_ms, ttl_ms)
             queued = place > 0
             block = lease_ms / 3000

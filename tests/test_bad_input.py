@@ -96,11 +96,11 @@ async def test_configured_value_limit(mem: redismem.Memory) -> None:
 
 def value_call(ns: str, key: str = "k", *, scope: str = "session", sid: str = "s",
                json_text: str = "1", expected: str = "", ttl: str = "",
-               principal: str = "me", request: str = "") -> list[Any]:
+               principal: str = "me", request: str = "", token: str = "") -> list[Any]:
     """Raw FCALL arguments for redismem_set_values of one item."""
     keys = [*K.scope_writes(ns, "value", scope, sid, principal), K.value(ns, scope, sid, key)]
     return ["redismem_set_values", len(keys), *keys, ns, scope, sid, ttl, principal, request,
-            key, json_text, expected]
+            token, key, json_text, expected]
 
 
 MEMORY_RECORD = ('{"created_at":1,"data":{},"id":"m","metadata":{},"scope":"s","tags":[],'
@@ -123,7 +123,7 @@ def import_call(ns: str, *, kind: str = "value", key: str = "k", json_text: str 
 def raw_cases(ns: str) -> list[tuple[list[Any], str]]:
     good = value_call(ns)
     wrong_key = list(good)
-    wrong_key[8] = "rm:{other}:val:session:s:k"
+    wrong_key[9] = "rm:{other}:val:session:s:k"
     no_bucket, other_bucket = list(good), list(good)
     no_bucket[7] = f"rm:{{{ns}}}:who:me"
     other_bucket[7] = f"rm:{{{ns}}}:who:me:12x"
@@ -150,7 +150,7 @@ def raw_cases(ns: str) -> list[tuple[list[Any], str]]:
         (value_call(ns, principal="a}b"), "INVALID_ID"),
         (value_call(ns + " x"), "INVALID_ID"),
         (value_call(ns + ":x"), "INVALID_ID"),
-        (wrong_key, "INVALID_ARGUMENT KEYS[7] must be"),
+        (wrong_key, "INVALID_ARGUMENT KEYS[8] must be"),
         (no_bucket, "INVALID_ARGUMENT KEYS[6] must be"),
         (other_bucket, "INVALID_ARGUMENT KEYS[6] must be"),
         (value_call(ns, request="a b"), "INVALID_ARGUMENT a request id"),
@@ -158,14 +158,17 @@ def raw_cases(ns: str) -> list[tuple[list[Any], str]]:
         (value_call(ns, request="é"), "INVALID_ARGUMENT a request id"),
         (good[:-1], "INVALID_ARGUMENT"),
         (["redismem_set_values", 0, ns], "INVALID_ARGUMENT"),
-        (["redismem_delete_value", 0, ns, "session", "s", "k", "", "me", ""],
+        (["redismem_delete_value", 0, ns, "session", "s", "k", "", "me", "", ""],
          "INVALID_ARGUMENT"),
-        (["redismem_delete_value", 7, K.value(ns, "session", "s", "k"),
+        (["redismem_delete_value", 8, K.value(ns, "session", "s", "k"),
           *K.scope_writes(ns, "value", "session", "s", "me"),
-          ns, "session", "s", "k", "x", "me", ""], "INVALID_REVISION"),
-        (["redismem_delete_value", 7, K.value(ns, "session", "s", "k"),
+          ns, "session", "s", "k", "x", "me", "", ""], "INVALID_REVISION"),
+        (["redismem_delete_value", 8, K.value(ns, "session", "s", "k"),
           *K.scope_writes(ns, "value", "session", "s", "me"),
-          ns, "session", "s", "k", "", "me"], "INVALID_ARGUMENT"),
+          ns, "session", "s", "k", "", "me", ""], "INVALID_ARGUMENT"),
+        (value_call(ns, token="x"), "INVALID_ARGUMENT turn token must be an integer"),
+        (value_call(ns, token="1"), "STALE_TURN turn token 1 was never issued: session:s is at "
+                                    "token 0"),
         (["redismem_trim_feed", 3, K.feed(ns), K.feed_size(ns), K.config(ns), ns, "0"],
          "INVALID_ARGUMENT"),
         (["redismem_trim_feed", 3, K.feed(ns), K.feed_size(ns), K.sequence(ns), ns, ""],

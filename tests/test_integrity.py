@@ -427,7 +427,7 @@ async def test_lua_messages_print_integers_in_full(rmem: redismem.Memory) -> Non
     keys = [*K.scope_writes(ns, "value", "session", "s", "me"), K.value(ns, "session", "s", "k")]
     with pytest.raises(redis.ResponseError) as info:
         await rmem.client.execute_command("FCALL", "redismem_set_values", len(keys), *keys, ns,
-                                          "session", "s", "", "me", "", "k", "1",
+                                          "session", "s", "", "me", "", "", "k", "1",
                                           "9007199254740992")
     assert str(info.value) == ("INVALID_REVISION expected revision must be between 0 and "
                                "9007199254740991, got 9007199254740992")

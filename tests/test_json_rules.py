@@ -38,11 +38,11 @@ def set_value(client: redis.Redis, *, key: bytes = b"k", value: bytes = b"1", ns
     base = b"rm:{" + ns + b"}:"
     keys = [base + b"keys:val:session:" + sid, base + b"exp:val:session:" + sid,
             base + b"rev:val:session:" + sid, base + b"seq", base + b"feedsz",
-            base + b"who:" + principal + b":0",
+            base + b"who:" + principal + b":0", base + b"turn:session:" + sid,
             base + b"val:session:" + sid + b":" + key]
     try:
         client.fcall("redismem_set_values", len(keys), *keys, ns, b"session", sid, b"",
-                     principal, b"", key, value, b"")
+                     principal, b"", b"", key, value, b"")
     except redis.ResponseError as exc:
         return str(exc).split(" ", 1)[0]
     return None
@@ -311,10 +311,10 @@ def set_vector(client: redis.Redis, blob: bytes, meta: bytes = b"{}") -> str | N
     base = b"rm:{" + NS + b"}:"
     keys = [base + b"keys:vec:session:s", base + b"exp:vec:session:s",
             base + b"rev:vec:session:s", base + b"seq", base + b"feedsz", base + b"who:me:0",
-            base + b"vdims:session:s", base + b"vec:session:s:v"]
+            base + b"turn:session:s", base + b"vdims:session:s", base + b"vec:session:s:v"]
     try:
         client.fcall("redismem_set_vectors", len(keys), *keys, NS, b"session", b"s", b"",
-                     b"me", b"", b"v", blob, meta, b"")
+                     b"me", b"", b"", b"v", blob, meta, b"")
     except redis.ResponseError as exc:
         return str(exc)
     return None

@@ -35,13 +35,13 @@ def _keys(key: bytes) -> list[bytes]:
     base = b"rm:{" + NS + b"}:"
     return [base + b"keys:val:session:s", base + b"exp:val:session:s",
             base + b"rev:val:session:s", base + b"seq", base + b"feedsz",
-            base + b"who:me:0", base + b"val:session:s:" + key]
+            base + b"who:me:0", base + b"turn:session:s", base + b"val:session:s:" + key]
 
 
 def write(client: redis.Redis, key: bytes, text: bytes) -> None:
     keys = _keys(key)
     client.fcall("redismem_set_values", len(keys), *keys, NS, b"session", b"s", b"",
-                 b"me", b"", key, text, b"")
+                 b"me", b"", b"", key, text, b"")
 
 
 def modify(client: redis.Redis, key: bytes, op: bytes, operand: bytes,
@@ -50,7 +50,7 @@ def modify(client: redis.Redis, key: bytes, op: bytes, operand: bytes,
     keys = _keys(key)
     try:
         client.fcall("redismem_modify_value", len(keys), *keys, NS, b"session", b"s", b"",
-                     b"me", b"", key, op, operand, *extra)
+                     b"me", b"", b"", key, op, operand, *extra)
     except redis.ResponseError as exc:
         return str(exc).split(" ", 1)[0]
     return None

@@ -22,6 +22,7 @@ PUBLIC = {
     "NotReplicatedError", "PermissionDeniedError", "RequestTooLargeError", "RevisionLimitError",
     "ServerNotFoundError", "ServerStartError", "UnavailableError", "ValueTooLargeError",
     "ValueTypeError", "TurnCorruptError", "TurnLostError", "TurnTimeoutError",
+    "StaleTurnError",
 }
 
 

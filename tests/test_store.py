@@ -326,7 +326,7 @@ def test_unknown_fields_are_rejected() -> None:
 async def test_raw_fcall_rejects_bad_events(rmem: redismem.Memory) -> None:
     ns = rmem.namespace
     keys = [K.thread_events(ns, "t"), K.thread_times(ns, "t"), K.thread_ids(ns, "t"),
-            K.threads(ns)]
+            K.threads(ns), K.turn(ns, "session", "t")]
     good = ('{"id":"e","payload":{},"tags":[],"thread_id":"t","timestamp":1,"type":"m",'
             '"user_id":null}')
     cases = [
@@ -341,12 +341,12 @@ async def test_raw_fcall_rejects_bad_events(rmem: redismem.Memory) -> None:
     before = await snapshot(rmem)
     for body, message in cases:
         with pytest.raises(Exception, match=message) as info:
-            await rmem.client.execute_command("FCALL", "redismem_append_events", 4, *keys, ns,
-                                              "t", good, body)
+            await rmem.client.execute_command("FCALL", "redismem_append_events", 5, *keys, ns,
+                                              "t", "", good, body)
         assert str(info.value).startswith("INVALID_EVENT")
         assert await snapshot(rmem) == before  # the good event before it was not written
-    assert await rmem.client.execute_command("FCALL", "redismem_append_events", 4, *keys, ns,
-                                             "t", good, good) == [1, 0]
+    assert await rmem.client.execute_command("FCALL", "redismem_append_events", 5, *keys, ns,
+                                             "t", "", good, good) == [1, 0]
     before = await snapshot(rmem)
     for args, code in ((["0-1", "e", "0-2"], "INVALID_ARGUMENT"),
                        (["x-1", "e"], "INVALID_ARGUMENT"), (["1-1", "bad\x00id"], "INVALID_KEY"),
@@ -442,7 +442,7 @@ async def test_events_in_any_strict_json_form_are_read_alike(rmem: redismem.Memo
     raw FCALL may send whitespace, escaped names and nested values anywhere."""
     ns = rmem.namespace
     keys = [K.thread_events(ns, "t"), K.thread_times(ns, "t"), K.thread_ids(ns, "t"),
-            K.threads(ns)]
+            K.threads(ns), K.turn(ns, "session", "t")]
     bodies = [
         ' { "id" : "a" , "payload" : { "x" : [ 1 , { } , [ ] ] } , "tags" : [ ] ,'
         ' "thread_id" : "t" , "timestamp" : 5 , "type" : "m" , "user_id" : null } ',
@@ -451,8 +451,8 @@ async def test_events_in_any_strict_json_form_are_read_alike(rmem: redismem.Memo
         '{"type":"m","user_id":null,"timestamp":7,"thread_id":"t","tags":[],'
         '"payload":"s","id":"c","id":"d"}',
     ]
-    flags = await rmem.client.execute_command("FCALL", "redismem_append_events", 4, *keys, ns,
-                                              "t", *bodies)
+    flags = await rmem.client.execute_command("FCALL", "redismem_append_events", 5, *keys, ns,
+                                              "t", "", *bodies)
     assert flags == [1, 1, 1]
     events = await rmem.client.execute_command("FCALL_RO", "redismem_events_since", 2,
                                                *keys[:2], ns, "t", "6", "10")
@@ -466,8 +466,8 @@ async def test_events_in_any_strict_json_form_are_read_alike(rmem: redismem.Memo
                 '{"id":"e","payload":{},"tags":[],"thread_id":"t","timestamp":"1","type":"m",'
                 '"user_id":null}'):
         with pytest.raises(Exception, match=r"^INVALID_EVENT"):
-            await rmem.client.execute_command("FCALL", "redismem_append_events", 4, *keys, ns,
-                                              "t", bad)
+            await rmem.client.execute_command("FCALL", "redismem_append_events", 5, *keys, ns,
+                                              "t", "", bad)
 
 
 async def test_long_reads_come_in_bounded_pages(store: RedisMemoryStore) -> None:

@@ -5,6 +5,9 @@ feed."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import os
+import signal
 import subprocess
 import sys
 from typing import Any
@@ -13,9 +16,12 @@ import pytest
 import redis
 
 import redismem
-from redismem import feed
+from redismem import feed, turns
 from redismem import keys as K
 from redismem.library import bundled
+from redismem.turns import Turn
+
+from .helpers import snapshot
 
 
 async def feed_events(mem: redismem.Memory) -> list[redismem.MemoryChangeEvent]:
@@ -264,3 +270,124 @@ def test_the_library_registers_the_turn_functions() -> None:
     code = bundled().code
     for name in ("turn_acquire", "turn_release", "turn_renew"):
         assert f"register('redismem_{name}'" in code
+
+
+async def lapsed_turn(scope: redismem.MemoryScope) -> tuple[Turn, Turn]:
+    """A turn of this task that lapsed, and the later turn another task took."""
+    old = await scope.acquire_turn(ttl_seconds=0.1)
+    new = await asyncio.create_task(scope.acquire_turn(ttl_seconds=30))
+    return old, new
+
+
+async def test_every_write_of_a_stale_turn_is_refused_and_changes_nothing(
+        rmem: redismem.Memory, redis_url: str) -> None:
+    scope = rmem.session("s1")
+    await scope.set("k", "before")
+    await scope.set_vector("v", [1.0, 0.0])
+    store = redismem.RedisMemoryStore(redis_url, namespace=rmem.namespace)
+    await store.setup()
+    await store.append_event(redismem.MemoryEvent("e0", "s1", None, "message", 1, {}))
+    old, new = await lapsed_turn(scope)
+    before = await snapshot(rmem)
+    writes = [scope.set("k", "late"), scope.set_many({"k": 1, "j": 2}), scope.delete("k"),
+              scope.update("k", lambda v: "late"), scope.incr("n"), scope.append("l", 1),
+              scope.merge("o", {"a": 1}), scope.set_vector("v", [0.0, 1.0]),
+              scope.set_vectors([("w", [1.0, 1.0])]), scope.delete_vector("v"),
+              rmem.session("s1").set("k", "through another scope object"),
+              store.append_event(redismem.MemoryEvent("e1", "s1", None, "message", 1, {}))]
+    for write in writes:
+        with pytest.raises(redismem.StaleTurnError, match=r"turn token 1 is stale: session:s1 "
+                                                          r"is at token 2") as caught:
+            await write
+        assert (caught.value.code, caught.value.token, caught.value.current) == (
+            "stale_turn", 1, 2)
+    assert await snapshot(rmem) == before
+    # writes without a token (code outside the turn, other scopes and threads) are not fenced
+    await asyncio.create_task(scope.set("k", "untokened"), context=contextvars.Context())
+    await rmem.session("s2").set("k", 1)
+    await store.append_event(redismem.MemoryEvent("e1", "t2", None, "message", 1, {}))
+    await store.close()
+    # the holder of the latest turn writes with its token
+    assert turns.token_arg(rmem.namespace, "session", "s1") == "1"
+    await old.release()
+    assert turns.token_arg(rmem.namespace, "session", "s1") == ""
+    await new.release()
+
+
+async def test_writes_inside_a_turn_carry_its_token(rmem: redismem.Memory) -> None:
+    scope = rmem.session("s1")
+    async with scope.turn() as turn:
+        assert turns.token_arg(rmem.namespace, "session", "s1") == str(turn.token)
+        assert turns.token_arg(rmem.namespace, "session", "s2") == ""
+        await scope.set("k", 1)
+        await asyncio.create_task(scope.set("k", 2))  # a task it starts carries it too
+    assert turns.token_arg(rmem.namespace, "session", "s1") == ""
+    assert (await scope.get("k")).value == 2
+
+
+def raw_set(ns: str, token: str, value: str) -> list[Any]:
+    keys = [*K.scope_writes(ns, "value", "session", "s1", "p"), K.value(ns, "session", "s1", "k")]
+    return ["redismem_set_values", len(keys), *keys, ns, "session", "s1", "", "p", "", token,
+            "k", value, ""]
+
+
+async def test_a_raw_fcall_with_an_old_token_is_refused(rmem: redismem.Memory) -> None:
+    scope = rmem.session("s1")
+    _, new = await lapsed_turn(scope)
+    ns = rmem.namespace
+    assert await rmem.client.execute_command("FCALL", *raw_set(ns, "2", '"new"')) == [1]
+    before = await snapshot(rmem)
+    for token, message in (("1", "STALE_TURN turn token 1 is stale: session:s1 is at token 2"),
+                           ("3", "STALE_TURN turn token 3 was never issued: session:s1 is at "
+                                 "token 2"),
+                           ("0", "INVALID_ARGUMENT turn token must be between 1")):
+        with pytest.raises(redis.ResponseError, match=f"^{message}"):
+            await rmem.client.execute_command("FCALL", *raw_set(ns, token, '"old"'))
+    assert await snapshot(rmem) == before
+    await new.release()
+
+
+PAUSED = """
+import asyncio, sys
+import redismem
+
+async def main(url, ns):
+    async with await redismem.connect(url, namespace=ns, principal="a") as mem:
+        scope = mem.session("s1")
+        try:
+            async with scope.turn(ttl_seconds=0.5) as turn:
+                print("token", turn.token, flush=True)
+                await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+                await scope.set("owner", "A")
+                print("written", flush=True)
+        except redismem.StaleTurnError as exc:
+            print(exc.code, exc.token, exc.current, flush=True)
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+"""
+
+
+async def test_a_worker_paused_past_its_turn_cannot_write_over_its_successor(
+        rmem: redismem.Memory, redis_url: str) -> None:
+    scope = rmem.session("s1")
+    with subprocess.Popen([sys.executable, "-c", PAUSED, redis_url, rmem.namespace],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as a:
+        assert a.stdout is not None and a.stdin is not None
+        try:
+            assert a.stdout.readline() == "token 1\n"
+            os.kill(a.pid, signal.SIGSTOP)  # as a long GC pause or a stalled VM would
+            async with scope.turn(wait_seconds=30) as b:  # granted once A's turn lapsed
+                assert b.token == 2
+                await scope.set("owner", "B")
+                os.kill(a.pid, signal.SIGCONT)
+                a.stdin.write("go\n")
+                a.stdin.flush()
+                assert await asyncio.to_thread(a.stdout.readline) == "stale_turn 1 2\n"
+            assert await asyncio.to_thread(a.wait, 60) == 0
+        finally:
+            if a.poll() is None:
+                os.kill(a.pid, signal.SIGCONT)
+                a.kill()
+    assert (await scope.get("owner")) == redismem.MemoryValue("B", 1, True)
+    assert [(action, token) for action, _, token in await turn_events(rmem)] == [
+        ("acquire", 1), ("expire", 1), ("acquire", 2), ("release", 2)]

@@ -206,7 +206,7 @@ def raw_vector_call(ns: str, blob: bytes, meta: str = "{}", key: str = "v") -> l
     keys = [*K.scope_writes(ns, "vector", "session", "s", "me"), K.vector_dims(ns, "session", "s"),
             K.vector(ns, "session", "s", key)]
     return ["FCALL", "redismem_set_vectors", len(keys), *keys, ns, "session", "s", "", "me", "",
-            key, blob, meta, ""]
+            "", key, blob, meta, ""]
 
 
 async def test_raw_fcall_vectors(rmem: redismem.Memory) -> None:
@@ -231,7 +231,7 @@ async def test_raw_fcall_vectors(rmem: redismem.Memory) -> None:
         (["FCALL_RO", "redismem_get_vectors", 1, K.value(ns, "session", "s", "k")],
          "INVALID_ARGUMENT"),
         (["FCALL", "redismem_delete_vector", 1, K.vector(ns, "session", "s", "base"), ns,
-          "session", "s", "base", "", "me", ""], "INVALID_ARGUMENT"),
+          "session", "s", "base", "", "me", "", ""], "INVALID_ARGUMENT"),
     ]:
         with pytest.raises(Exception) as info:
             await rmem.client.execute_command(*args)

@@ -5,15 +5,18 @@
   KEYS[2] times zset      rm:{<ns>}:thr:<thread>:ts
   KEYS[3] ids hash        rm:{<ns>}:thr:<thread>:ids
   KEYS[4] threads zset    rm:{<ns>}:threads
-  ARGV[1] namespace  ARGV[2] thread id  ARGV[3..] events (canonical JSON of
-          MemoryEvent: id, thread_id, user_id, type, timestamp, payload, tags;
-          at most 1 MiB each)
+  KEYS[5] turn hash       rm:{<ns>}:turn:session:<thread> (lib/65_turns.lua)
+  ARGV[1] namespace  ARGV[2] thread id
+  ARGV[3] the writer's turn token in the thread's session ('' = none)
+  ARGV[4..] events (canonical JSON of MemoryEvent: id, thread_id, user_id,
+          type, timestamp, payload, tags; at most 1 MiB each)
   Reply: one integer per event: 1 appended, 0 already there.
-  Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_EVENT, REQUEST_TOO_LARGE                    ]]
+  Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_EVENT, REQUEST_TOO_LARGE,
+          STALE_TURN, TURN_CORRUPT                                       ]]
 
 local function append_events(keys, args)
-  count_args(args, 3, 'namespace, thread id, then events')
-  local t, events = thread_write(keys, args)
+  count_args(args, 4, 'namespace, thread id, turn token, then events')
+  local t, events = thread_write(keys, args, true)
   local flags = append_checked(t, events)
   for i = #events, 1, -1 do
     if flags[i] == 1 then -- a retried append never moves the thread back in time

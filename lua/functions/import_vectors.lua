@@ -8,9 +8,10 @@
   KEYS[4] feed counter    rm:{<ns>}:seq
   KEYS[5] feed size       rm:{<ns>}:feedsz
   KEYS[6] principal key   rm:{<ns>}:who:<principal>:<bucket> (lib/55_requests.lua)
-  KEYS[7] config hash     rm:{<ns>}:cfg (declared: only a role that may write it imports)
-  KEYS[8] dimensions hash rm:{<ns>}:vdims:<scope>:<sid>
-  KEYS[8+i] vector hash   rm:{<ns>}:vec:<scope>:<sid>:<key i>
+  KEYS[7] turn hash       rm:{<ns>}:turn:<scope>:<sid> (lib/65_turns.lua)
+  KEYS[8] config hash     rm:{<ns>}:cfg (declared: only a role that may write it imports)
+  KEYS[9] dimensions hash rm:{<ns>}:vdims:<scope>:<sid>
+  KEYS[9+i] vector hash   rm:{<ns>}:vec:<scope>:<sid>:<key i>
   ARGV[1] namespace  ARGV[2] scope  ARGV[3] scope id
   ARGV[4] principal doing the import (recorded on the feed events)
   ARGV[7i-2] key i   ARGV[7i-1] embedding i (float32 little-endian bytes)

@@ -8,17 +8,19 @@
   KEYS[4] feed counter    rm:{<ns>}:seq
   KEYS[5] feed size       rm:{<ns>}:feedsz
   KEYS[6] principal key   rm:{<ns>}:who:<principal>:<bucket> (lib/55_requests.lua)
-  KEYS[7] value hash      rm:{<ns>}:val:<scope>:<sid>:<key>
+  KEYS[7] turn hash       rm:{<ns>}:turn:<scope>:<sid> (lib/65_turns.lua)
+  KEYS[8] value hash      rm:{<ns>}:val:<scope>:<sid>:<key>
   ARGV[1] namespace  ARGV[2] scope  ARGV[3] scope id
   ARGV[4] ttl: '' = no expiry, 'KEEPTTL' = keep the key's expiry (a new key
           gets none), else ms   ARGV[5] principal
-  ARGV[6] request id ('' = none; lib/55_requests.lua)   ARGV[7] key
-  ARGV[8] incr | append | merge
-  ARGV[9] incr: the integer to add (|n| <= 2^53 - 1); append: the item
-          (JSON); merge: the patch (a JSON object; null members delete; the
-          merge reads at most max_merge_members object members of the patch
-          and the stored value, at the levels the patch reaches)
-  ARGV[10] append only, optional: max_items ('' = no cap; 1..max_append_items;
+  ARGV[6] request id ('' = none; lib/55_requests.lua)
+  ARGV[7] the writer's turn token ('' = none; lib/65_turns.lua)   ARGV[8] key
+  ARGV[9] incr | append | merge
+  ARGV[10] incr: the integer to add (|n| <= 2^53 - 1); append: the item
+           (JSON); merge: the patch (a JSON object; null members delete; the
+           merge reads at most max_merge_members object members of the patch
+           and the stored value, at the levels the patch reaches)
+  ARGV[11] append only, optional: max_items ('' = no cap; 1..max_append_items;
            the list is read from its end, as far as the items kept)
   Reply: {new revision, the new value's JSON for incr, else ''} (the kept
          reply when the request id was applied already).
@@ -26,7 +28,7 @@
           VALUE_TOO_LARGE, REQUEST_TOO_LARGE (also a merge past
           max_merge_members), WRONG_TYPE (incr of a value
           that is not an integer, append to one that is not a list),
-          REVISION_LIMIT, FEED_CORRUPT
+          REVISION_LIMIT, FEED_CORRUPT, STALE_TURN, TURN_CORRUPT
   Feed: one "set" event carrying the new value.                          ]]
 
 local function new_value(op, stored, operand, max_items)
@@ -67,19 +69,20 @@ local function new_value(op, stored, operand, max_items)
 end
 
 local function modify_value(keys, args)
-  count_args(args, 9, 'namespace, scope, scope id, ttl, principal, request id, key, operation, operand', 10)
+  count_args(args, 10, 'namespace, scope, scope id, ttl, principal, request id, turn token, key, '
+             .. 'operation, operand', 11)
   local c = scope_args(args, 1)
   local ttl = parse_ttl(args[4])
   local principal = check_id('principal', args[5])
   local request = check_request_id(args[6])
-  local key = check_key(args[7])
-  local op = args[8]
-  expect_keys(keys, 7)
+  local key = check_key(args[8])
+  local op = args[9]
+  expect_keys(keys, 8)
   local w = scope_writer(keys, 1, c, 'value', principal, request)
   w.ttl = ttl
   check_request(keys, args, w.settings.max_call_bytes)
-  local value_key = expect_key(keys, 7, SCHEMA.value(c, key))
-  local operand, max_items = args[9], nil
+  local value_key = expect_key(keys, 8, SCHEMA.value(c, key))
+  local operand, max_items = args[10], nil
   if op == 'incr' then
     operand = parse_int('the increment', operand, -LIMITS.max_revision, LIMITS.max_revision)
   elseif op == 'append' or op == 'merge' then
@@ -87,13 +90,13 @@ local function modify_value(keys, args)
     if op == 'merge' and string.byte(operand, skip_space(operand, 1)) ~= 123 then
       fail('INVALID_ARGUMENT', 'a merge patch must be a JSON object, got ' .. show(operand))
     end
-    if op == 'append' and args[10] and args[10] ~= '' then
-      max_items = parse_int('max_items', args[10], 1, LIMITS.max_append_items)
+    if op == 'append' and args[11] and args[11] ~= '' then
+      max_items = parse_int('max_items', args[11], 1, LIMITS.max_append_items)
     end
   else
     fail('INVALID_ARGUMENT', 'the operation must be incr, append or merge, got ' .. show(op))
   end
-  if #args > (op == 'append' and 10 or 9) then
+  if #args > (op == 'append' and 11 or 10) then
     fail('INVALID_ARGUMENT', 'too many arguments for ' .. op .. ': ' .. #args)
   end
 
@@ -102,6 +105,7 @@ local function modify_value(keys, args)
     local revision, json = string.match(kept, '^(%d+) (.*)$')
     return {tonumber(revision), json}
   end
+  check_fence(w.turn, c.scope .. ':' .. c.sid, args[7])
 
   local stored = redis.call('HMGET', value_key, 'v', 'rev')
   local current = tonumber(stored[2]) or 0

@@ -6,17 +6,19 @@
   KEYS[4] feed counter    rm:{<ns>}:seq
   KEYS[5] feed size       rm:{<ns>}:feedsz
   KEYS[6] principal key   rm:{<ns>}:who:<principal>:<bucket> (lib/55_requests.lua)
-  KEYS[6+i] value hash    rm:{<ns>}:val:<scope>:<sid>:<key i>
+  KEYS[7] turn hash       rm:{<ns>}:turn:<scope>:<sid> (lib/65_turns.lua)
+  KEYS[7+i] value hash    rm:{<ns>}:val:<scope>:<sid>:<key i>
   ARGV[1] namespace  ARGV[2] scope  ARGV[3] scope id
   ARGV[4] ttl: '' = no expiry, 'KEEPTTL' = keep each key's expiry, else ms
   ARGV[5] principal   ARGV[6] request id ('' = none; lib/55_requests.lua)
-  ARGV[4+3i] key i   ARGV[5+3i] canonical JSON i   ARGV[6+3i] expected
+  ARGV[7] the writer's turn token ('' = none; lib/65_turns.lua)
+  ARGV[5+3i] key i   ARGV[6+3i] canonical JSON i   ARGV[7+3i] expected
              revision i ('' = any, '0' = only when absent)
   Reply: array of the new revisions, in item order (the kept reply when
          the request id was applied already).
   Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_KEY, INVALID_JSON,
           VALUE_TOO_LARGE, REQUEST_TOO_LARGE, INVALID_TTL, INVALID_REVISION,
-          REVISION_CONFLICT, REVISION_LIMIT, FEED_CORRUPT
+          REVISION_CONFLICT, REVISION_LIMIT, FEED_CORRUPT, STALE_TURN, TURN_CORRUPT
   Feed: one "set" event per item, in item order; trims the feed's head.  ]]
 
 register('redismem_set_values', function(keys, args)

@@ -35,9 +35,10 @@ local function check_expected(name, expected, current)
   end
 end
 
--- w from the six keys every scope write passes in this order, from
+-- w from the seven keys every scope write passes in this order, from
 -- KEYS[first]: names zset, expiry zset, revisions hash, feed counter, feed
--- size counter, principal key (lib/55_requests.lua); with the feed stream
+-- size counter, principal key (lib/55_requests.lua), the scope's turn hash
+-- (lib/65_turns.lua: a write may carry a turn token); with the feed stream
 -- and the namespace's write settings (built from the namespace, see
 -- lib/30_keys.lua). `request`: the call's request id, or nil.
 local function scope_writer(keys, first, c, kind, principal, request)
@@ -50,6 +51,7 @@ local function scope_writer(keys, first, c, kind, principal, request)
              feed_size = expect_key(keys, first + 4, SCHEMA.feed_size(c)),
              feed = SCHEMA.feed(c)}
   w.who = expect_who(keys, first + 5, c, principal)
+  w.turn = expect_key(keys, first + 6, SCHEMA.turn(c))
   w.settings = write_settings(SCHEMA.config(c))
   return w
 end

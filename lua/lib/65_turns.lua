@@ -15,7 +15,12 @@
   lease by calling acquire again; one whose lease passed is dropped when it
   reaches the head. Acquire, release and expiry each append a feed event
   of kind 'turn': key = the holder, rev = the token, action acquire,
-  release or expire.                                                       ]]
+  release or expire.
+  Fencing: a scope write may carry the token of the writer's turn (ARGV;
+  '' = none). check_fence refuses it (STALE_TURN), before anything is
+  written, unless it is the scope's latest token: a holder whose turn
+  lapsed and was taken can no longer write over its successor. Writes
+  without a token are not fenced.                                          ]]
 
 local TURN_SCOPES = {session = true, workflow = true}
 local WAKE_KEEP_MS = 60000
@@ -36,27 +41,44 @@ local function turn_call(keys, args, queued)
   return t
 end
 
--- A stored count of the turn hash: 0 when absent, TURN_CORRUPT when it is
--- not an integer (a raw write).
-local function turn_count(t, field, raw)
+-- A stored count of turn hash `key`: 0 when absent, TURN_CORRUPT when it
+-- is not an integer (a raw write).
+local function turn_count(key, field, raw)
   if raw == false or raw == nil then
     return 0
   end
   if not string.find(raw, '^%d+$') or #raw > 16 or tonumber(raw) > LIMITS.max_revision then
-    fail('TURN_CORRUPT', 'field ' .. field .. ' of ' .. show(t.key) .. ' holds ' .. show(raw)
+    fail('TURN_CORRUPT', 'field ' .. field .. ' of ' .. show(key) .. ' holds ' .. show(raw)
          .. ', not a count (a raw write; an operator deletes the field)')
   end
   return tonumber(raw)
 end
 
+-- Refuse a write that carries turn token `text` ('' = none) unless it is
+-- the latest token of the turn hash `key` of scope `what` (reads only).
+local function check_fence(key, what, text)
+  if text == '' then
+    return
+  end
+  local token = parse_int('turn token', text, 1, LIMITS.max_revision)
+  local current = turn_count(key, 'token', redis.call('HGET', key, 'token'))
+  if token < current then
+    fail('STALE_TURN', 'turn token ' .. int_string(token) .. ' is stale: ' .. what
+         .. ' is at token ' .. int_string(current) .. ' (a later turn began)')
+  elseif token > current then
+    fail('STALE_TURN', 'turn token ' .. int_string(token) .. ' was never issued: ' .. what
+         .. ' is at token ' .. int_string(current) .. ' (its turn state was lost)')
+  end
+end
+
 -- Read the turn: t.token, t.held_by (nil when nobody), t.by, t.exp, t.ticket.
 local function read_turn(t)
   local raw = redis.call('HMGET', t.key, 'token', 'holder', 'by', 'exp', 'ticket')
-  t.token = turn_count(t, 'token', raw[1])
+  t.token = turn_count(t.key, 'token', raw[1])
   t.held_by = raw[2] or nil
   t.by = raw[3] or ''
-  t.exp = turn_count(t, 'exp', raw[4])
-  t.ticket = turn_count(t, 'ticket', raw[5])
+  t.exp = turn_count(t.key, 'exp', raw[4])
+  t.ticket = turn_count(t.key, 'ticket', raw[5])
 end
 
 -- Whether the turn is held by someone at `now`.

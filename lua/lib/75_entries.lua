@@ -47,20 +47,26 @@ local ENTRY_KINDS = {
   },
 }
 
+-- The scope's name in messages: <scope>:<sid>.
+local function scope_name(c)
+  return c.scope .. ':' .. c.sid
+end
+
 -- set_values / set_vectors: ARGV = namespace, scope, scope id, ttl,
--- principal, request id, then per item: key, its own arguments, expected
--- revision. KEYS = the scope writer's six, the kind's extra, the entries.
+-- principal, request id, turn token, then per item: key, its own
+-- arguments, expected revision. KEYS = the scope writer's seven, the
+-- kind's extra, the entries.
 local function set_entries(keys, args, kind, fname)
   local spec = ENTRY_KINDS[kind]
   local width = spec.width + 2
-  count_args(args, 6 + width, 'namespace, scope, scope id, ttl, principal, request id, then key, '
-             .. spec.what .. ', expected revision')
+  count_args(args, 7 + width, 'namespace, scope, scope id, ttl, principal, request id, turn token, '
+             .. 'then key, ' .. spec.what .. ', expected revision')
   local c = scope_args(args, 1)
   local ttl = parse_ttl(args[4])
   local principal = check_id('principal', args[5])
   local request = check_request_id(args[6])
-  local count = item_count(args, 6, width, 'key, ' .. spec.what .. ', expected revision')
-  local fixed = 6 + spec.extra_keys
+  local count = item_count(args, 7, width, 'key, ' .. spec.what .. ', expected revision')
+  local fixed = 7 + spec.extra_keys
   expect_keys(keys, fixed + count)
   local w = scope_writer(keys, 1, c, kind, principal, request)
   w.ttl = ttl
@@ -69,12 +75,13 @@ local function set_entries(keys, args, kind, fname)
   if kept then
     return text_ints(kept)
   end
-  local ctx = spec.begin(w, keys, 7, count, c)
+  check_fence(w.turn, scope_name(c), args[7])
+  local ctx = spec.begin(w, keys, 8, count, c)
 
-  prefetch_issued(w, args, 7, width, count)
+  prefetch_issued(w, args, 8, width, count)
   local items, seen = {}, {}
   for i = 1, count do
-    local base = 7 + width * (i - 1)
+    local base = 8 + width * (i - 1)
     local key = batch_key(seen, args[base])
     local entry_key = expect_key(keys, fixed + i, spec.schema(c, key))
     local item = spec.read(ctx, w, args, base + 1)
@@ -105,8 +112,8 @@ end
 
 -- import_values / import_vectors: ARGV = namespace, scope, scope id,
 -- principal, then per item: key, its own arguments, revision, ts, writer,
--- expiry. KEYS = the scope writer's six, the config hash, the kind's
--- extra, the entries.
+-- expiry. KEYS = the scope writer's seven, the config hash, the kind's
+-- extra, the entries. (An import is not fenced.)
 local function import_entries(keys, args, kind)
   local spec = ENTRY_KINDS[kind]
   local width = spec.width + 5
@@ -115,12 +122,12 @@ local function import_entries(keys, args, kind)
   local c = scope_args(args, 1)
   local principal = check_id('principal', args[4])
   local count = item_count(args, 4, width, what)
-  local fixed = 7 + spec.extra_keys
+  local fixed = 8 + spec.extra_keys
   expect_keys(keys, fixed + count)
   local w = scope_writer(keys, 1, c, kind, principal)
-  expect_key(keys, 7, SCHEMA.config(c))
+  expect_key(keys, 8, SCHEMA.config(c))
   check_request(keys, args, w.settings.max_call_bytes)
-  local ctx = spec.begin(w, keys, 8, count, c)
+  local ctx = spec.begin(w, keys, 9, count, c)
 
   local items, seen = {}, {}
   for i = 1, count do
@@ -156,23 +163,27 @@ local function import_entries(keys, args, kind)
 end
 
 -- delete_value / delete_vector: ARGV = namespace, scope, scope id, key,
--- expected revision, principal, request id. KEYS = the entry, the scope
--- writer's six, the kind's extra.
+-- expected revision, principal, request id, turn token. KEYS = the entry,
+-- the scope writer's seven, the kind's extra.
 local function delete_entry(keys, args, kind, fname)
   local spec = ENTRY_KINDS[kind]
-  count_args(args, 7, 'namespace, scope, scope id, key, expected revision, principal, request id', 7)
+  count_args(args, 8, 'namespace, scope, scope id, key, expected revision, principal, request id, '
+             .. 'turn token', 8)
   local c = scope_args(args, 1)
   local key = check_key(args[4])
   local expected = parse_expected(args[5])
   local principal = check_id('principal', args[6])
   local request = check_request_id(args[7])
-  expect_keys(keys, 7 + spec.extra_keys)
+  expect_keys(keys, 8 + spec.extra_keys)
   local entry_key = expect_key(keys, 1, spec.schema(c, key))
   local w = scope_writer(keys, 2, c, kind, principal, request)
+  local dims_key = kind == 'vector' and expect_key(keys, 9, SCHEMA.dims(c))
+  if not kept_reply(w, fname) then
+    check_fence(w.turn, scope_name(c), args[8])
+  end
   if kind == 'value' then
     return remove_entry(w, fname, entry_key, key, expected)
   end
-  local dims_key = expect_key(keys, 8, SCHEMA.dims(c))
   local dim = tonumber(redis.call('HGET', entry_key, '_dim'))
   return remove_entry(w, fname, entry_key, key, expected, function()
     if dim then

@@ -152,15 +152,24 @@ end
 
 -- The common start of the thread write functions: arguments checked, keys
 -- KEYS[1..4] (events, times, ids, threads registry) checked, the call's
--- size checked against the namespace's settings, events parsed.
-local function thread_write(keys, args)
+-- size checked against the namespace's settings, events parsed. A
+-- `fenced` call also passes KEYS[5], the turn hash of the thread's
+-- session, and ARGV[3], the writer's turn token ('' = none; checked by
+-- check_fence); its events follow from ARGV[4].
+local function thread_write(keys, args, fenced)
   count_args(args, 2, 'namespace, thread id, then events')
   local c = {ns = check_id('namespace', args[1])}
   local thread = check_id('thread id', args[2])
-  expect_keys(keys, 4)
+  expect_keys(keys, fenced and 5 or 4)
   local t = thread_keys(keys, c, thread)
   t.threads = expect_key(keys, 4, SCHEMA.threads(c))
   t.thread = thread
   check_request(keys, args, write_settings(SCHEMA.config(c)).max_call_bytes)
-  return t, checked_events(args, 3, thread)
+  if not fenced then
+    return t, checked_events(args, 3, thread)
+  end
+  local turn = expect_key(keys, 5, SCHEMA.turn({ns = c.ns, scope = 'session', sid = thread}))
+  local events = checked_events(args, 4, thread)
+  check_fence(turn, 'session:' .. thread, args[3])
+  return t, events
 end
