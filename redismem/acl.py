@@ -57,7 +57,7 @@ ADMIN_COMMANDS = ("+fcall", *READS, *SCOPE_WRITES, *COUNTER_WRITES, *TURN_COMMAN
 # an admin's key families: every key of its namespace but the who:<principal>:* keys
 ADMIN_FAMILIES = ("val:*", "vec:*", "keys:*", "exp:*", "rev:*", "vdims:*", "idx:*", "feed",
                   "seq", "feedsz", "cfg", "scopes", "sessions", "thr:*", "threads", "ltm:*",
-                  "ltmz:*", "ltmdim", "ltmusers", "turn:*")
+                  "ltmz:*", "ltmdim", "ltmusers", "turn:*", "turns")
 # the server's own administration stays with whoever runs the server
 OPERATOR_DENIED = ("-flushall", "-flushdb", "-debug", "-module", "-shutdown", "-config|set",
                    "-config|rewrite", "-config|resetstat", "-replicaof", "-slaveof",
@@ -162,12 +162,13 @@ def rules(role: Role, user: str, *, search: bool = True) -> list[str]:
                   *_scope_families(ns, "global", "_"), *_scope_families(ns, "actor", me)]
         threads = [f"{b}thr:*", f"{b}threads", f"{b}sessions"]
         memories = [f"{b}ltm:*", f"{b}ltmz:*", f"{b}ltmdim"]
-        registry = [f"{b}scopes", f"{b}ltmusers"]
+        registry = [f"{b}scopes", f"{b}ltmusers", f"{b}turns"]
         grants = [
             # every write call declares the counters and its who: key and
             # writes the who: key: they come first, as Redis tries selectors
             # and patterns in order
-            Grant(_rw([*counters, *who, *scopes, *threads, *memories]), ("+fcall",)),
+            Grant(_rw([*counters, *who, *scopes, *threads, *memories, f"{b}turns"]),
+                  ("+fcall",)),
             requests,
             Grant(_rw(scopes), SCOPE_WRITES),
             Grant(_rw([*_turn_families(ns, "session", "*"), *_turn_families(ns, "workflow", "*")]),
@@ -189,11 +190,12 @@ def rules(role: Role, user: str, *, search: bool = True) -> list[str]:
                *_scope_families(ns, "actor", me)]
     readable = [*granted, *_scope_families(ns, "global", "_"), f"{b}cfg"]
     grants = [
-        Grant(_rw([*counters, *who, *granted]), ("+fcall",)),
+        Grant(_rw([*counters, *who, *granted, f"{b}turns"]), ("+fcall",)),
         requests,
         Grant(_rw(granted), SCOPE_WRITES),
         Grant(_rw(counters), ("+get", *COUNTER_WRITES)),
         Grant((f"%W~{b}feed", f"%W~{b}scopes"), (*FEED_WRITES, *REGISTRY_WRITES)),
+        Grant(_rw([f"{b}turns"]), REGISTRY_WRITES),
     ]
     turns = [*(p for sid in role.sessions for p in _turn_families(ns, "session",
                                                                   K.glob_escape(sid))),

@@ -291,7 +291,7 @@ async def audit(mem: Memory) -> AsyncIterator[Finding]:
 _TYPES: dict[Callable[[str], str], str] = {
     K.sequence: "string", K.feed_size: "string", K.feed: "stream", K.config: "hash",
     K.scopes: "zset", K.threads: "zset", K.memory_users: "zset", K.sessions: "zset",
-    K.memory_dim: "string"}
+    K.memory_dim: "string", K.turns: "zset"}
 
 
 async def _key_types(client: Any, ns: str) -> AsyncIterator[Finding]:

@@ -450,7 +450,8 @@ class Functions:
         lease end in ms or 0, place in the queue or 0). ``lease_ms`` 0: do
         not queue."""
         reply = await self._call("redismem_turn_acquire",
-                                 self._turn_keys(ns, scope, sid, principal, holder),
+                                 [*self._turn_keys(ns, scope, sid, principal, holder),
+                                  K.turns(ns)],
                                  [ns, scope, sid, principal, holder, str(ttl_ms), str(lease_ms)])
         if int(reply[0]) == 1:
             return True, int(reply[1]), int(reply[2]), 0

@@ -222,6 +222,12 @@ def turn_wake(ns: str, scope: str, sid: str, holder: str) -> str:
     return f"{turn(ns, scope, sid)}:w:{holder}"
 
 
+def turns(ns: str) -> str:
+    """Zset (score 0) of ``<scope>:<sid>`` of every turn granted: what
+    ``redismem turns`` lists without SCAN."""
+    return f"{base(ns)}turns"
+
+
 def turns_pattern(ns: str) -> str:
     """A SCAN pattern matching every turn hash, queue and wake list of ``ns``."""
     return f"{glob_escape(base(ns))}turn:*"

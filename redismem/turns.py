@@ -23,6 +23,7 @@ import time
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from types import TracebackType
+from typing import Any
 
 from redis.exceptions import RedisError
 
@@ -265,3 +266,40 @@ class TurnContext:
             raise turn.lost or TurnLostError(
                 f"turn {turn.token} of {turn.scope}:{turn.scope_id} was lost before the block "
                 "ended: it lapsed and another holder took the turn")
+
+
+async def states(client: Any, ns: str, scope: str | None = None, scope_id: str | None = None
+                 ) -> list[dict[str, Any]]:
+    """What ``redismem turns`` shows: per turn (the one named, else every
+    turn ever granted in the namespace, from its registry), ``scope``,
+    ``scope_id``, ``token`` (the latest), ``holder`` and ``principal`` (None
+    when nobody holds it), ``expires_at`` (epoch ms, None when free) and
+    ``waiters`` (queued waiters whose lease has not passed)."""
+    if scope is not None and scope_id is not None:
+        named = [(scope, scope_id)]
+    else:
+        members = [m.decode(errors="replace") for m in await client.zrange(K.turns(ns), 0, -1)]
+        named = [(s, i) for s, _, i in (m.partition(":") for m in members)
+                 if s in TURN_SCOPES and i and (scope is None or s == scope)]
+    seconds, micros = await client.time()
+    now = int(seconds) * 1000 + int(micros) // 1000
+    pipe = client.pipeline(transaction=False)
+    for kind, sid in named:
+        pipe.hgetall(K.turn(ns, kind, sid))
+        pipe.zrange(K.turn_queue(ns, kind, sid), 0, -1)
+    replies = await pipe.execute() if named else []
+    rows = []
+    for (kind, sid), fields, queued in zip(named, replies[::2], replies[1::2], strict=True):
+        text = {k.decode(errors="replace"): v.decode(errors="replace") for k, v in fields.items()}
+        if not text:
+            continue
+        expires = int(text["exp"]) if text.get("exp", "").isdigit() else None
+        held = "holder" in text and expires is not None and expires > now
+        leases = [text.get(f"w:{w.decode(errors='replace')}", "") for w in queued]
+        rows.append({"scope": kind, "scope_id": sid, "token": int(text.get("token", "0") or 0),
+                     "holder": text["holder"] if held else None,
+                     "principal": text.get("by") if held else None,
+                     "expires_at": expires if held else None,
+                     "waiters": sum(1 for lease in leases if lease.isdigit()
+                                    and int(lease) > now)})
+    return rows

@@ -8,6 +8,7 @@
     python scripts/bench.py transfer [--n 50000] [--url URL] [--json]
     python scripts/bench.py stall [--n 200000] [--url URL] [--json]
     python scripts/bench.py cluster [--n 2000] [--json]
+    python scripts/bench.py turns [--n 2000] [--url URL] [--json]
 
 Without --url a fresh embedded server is started in a temporary directory
 (AOF on, appendfsync everysec) and stopped afterwards. Figures are ops/s of
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import itertools
 import json
 import platform
 import statistics
@@ -216,6 +218,124 @@ async def _kv_as_writer(url: str, ns: str, admin: Redis, mem: redismem.Memory,
     finally:
         await users.remove_user(admin, name)
     return rows
+
+
+TURN_CONTENDER = """
+import asyncio, sys, time
+import redismem
+
+async def main(url, ns, seconds):
+    async with await redismem.connect(url, namespace=ns, principal="contender") as mem:
+        scope, done = mem.session("contended"), 0
+        stop = time.time() + seconds
+        while time.time() < stop:
+            async with scope.turn(ttl_seconds=10):
+                done += 1
+        print(done)
+
+asyncio.run(main(sys.argv[1], sys.argv[2], float(sys.argv[3])))
+"""
+
+
+def _handoffs_in_thread(url: str, ns: str, turns: int, entered: list[tuple[float, int]],
+                        released: list[tuple[float, int]], use_lock: bool, me: int
+                        ) -> threading.Thread:
+    """A worker with its own event loop and connection that takes ``turns``
+    turns of session "h" (or a redis-py Lock), recording when it entered
+    each and when it began to release it; it releases only once the other
+    worker waits (a turn) or after 2 ms (a lock: its waiters are not seen)."""
+
+    async def run() -> None:
+        async with await redismem.connect(url, namespace=ns, principal="handoff") as mem:
+            scope, queue = mem.session("h"), K.turn_queue(ns, "session", "h")
+            lock = mem.client.lock(f"bench:{ns}:lock", timeout=10)
+            for _ in range(turns):
+                if use_lock:
+                    await lock.acquire()
+                    entered.append((time.perf_counter(), me))
+                    await asyncio.sleep(0.002)
+                    released.append((time.perf_counter(), me))
+                    await lock.release()
+                    continue
+                async with scope.turn(ttl_seconds=10):
+                    entered.append((time.perf_counter(), me))
+                    while len(entered) < 2 * turns and not await mem.client.zcard(queue):
+                        await asyncio.sleep(0)
+                    released.append((time.perf_counter(), me))
+
+    thread = threading.Thread(target=asyncio.run, args=(run(),), daemon=True)
+    thread.start()
+    return thread
+
+
+async def bench_turns(url: str, n: int) -> list[dict[str, Any]]:
+    """Turns against a redis-py Lock (SET NX PX and a Lua release; waiting
+    polls every 0.1 s), what a user would pick instead."""
+    ns = "bench" + uuid.uuid4().hex[:8]
+    rows: list[dict[str, Any]] = Progress()
+    async with await redismem.connect(url, namespace=ns, principal="bench") as mem:
+        scope = mem.session("s")
+        lock = mem.client.lock(f"bench:{ns}:lock", timeout=30)
+
+        async def turn(_: int) -> None:
+            await (await scope.acquire_turn(ttl_seconds=30, wait_seconds=0)).release()
+
+        async def locked(_: int) -> None:
+            await lock.acquire(blocking=False)
+            await lock.release()
+
+        times = await _latencies(n, {"turn": turn, "lock": locked})
+        rows.append({"op": "acquire + release, uncontended", "count": n,
+                     "p50_ms": statistics.median(times["turn"]),
+                     "p99_ms": _percentile(times["turn"], 0.99),
+                     "peer": "redis-py Lock", "peer_p50_ms": statistics.median(times["lock"]),
+                     "peer_p99_ms": _percentile(times["lock"], 0.99)})
+        handoffs = max(20, n // 10)
+        found: dict[bool, list[float]] = {}
+        for use_lock in (False, True):
+            count = handoffs if not use_lock else max(10, handoffs // 10)
+            entered: list[tuple[float, int]] = []
+            released: list[tuple[float, int]] = []
+            threads = [_handoffs_in_thread(url, ns, count, entered, released, use_lock, me)
+                       for me in range(2)]
+            for thread in threads:
+                await asyncio.to_thread(thread.join, 600)
+            # a hand-off: the other worker's entry right after a release
+            steps = sorted([(t, "r", w) for t, w in released] + [(t, "e", w) for t, w in entered])
+            found[use_lock] = [(t - last) * 1000 for (last, a, v), (t, b, w)
+                               in itertools.pairwise(steps) if a == "r" and b == "e" and v != w]
+        rows.append({"op": "hand-off: release -> the other worker's entry",
+                     "count": len(found[False]), "p50_ms": statistics.median(found[False]),
+                     "p99_ms": _percentile(found[False], 0.99), "target": "p50 <= 2 ms",
+                     "peer": f"redis-py Lock, blocking acquire: {len(found[True])} hand-offs "
+                             f"in {2 * max(10, handoffs // 10)} turns",
+                     "peer_p50_ms": statistics.median(found[True]),
+                     "peer_p99_ms": _percentile(found[True], 0.99)})
+        seconds = 5.0
+        procs = [await asyncio.create_subprocess_exec(
+            sys.executable, "-c", TURN_CONTENDER, url, ns, str(seconds),
+            stdout=asyncio.subprocess.PIPE) for _ in range(4)]
+        outputs = [await proc.communicate() for proc in procs]
+        total = sum(int(out.decode()) for out, _ in outputs)
+        rows.append({"op": "turns per second, one session, 4 processes", "count": total,
+                     "rate": total / seconds})
+        async for key in mem.client.scan_iter(match=K.pattern(ns), count=1000):
+            await mem.client.delete(key)
+    return rows
+
+
+def turns_table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| measurement | count | redismem p50 | p99 | peer | peer p50 | peer p99 |",
+             "|---|---:|---:|---:|---|---:|---:|"]
+    for row in rows:
+        if "rate" in row:
+            lines.append(f"| {row['op']} | {row['count']} | {row['rate']:,.0f}/s | | | | |")
+            continue
+        target = f" (target {row['target']})" if row.get("target") else ""
+        lines.append(f"| {row['op']}{target} | {row['count']} | {row['p50_ms']:.2f} ms | "
+                     f"{row['p99_ms']:.2f} ms | {row['peer']} | {row['peer_p50_ms']:.2f} ms | "
+                     f"{row['peer_p99_ms']:.2f} ms |")
+    return "\n".join(lines)
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -840,7 +960,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("suite", choices=["kv", "feed", "vectors", "store", "transfer", "stall",
-                                          "cluster", "json"])
+                                          "cluster", "json", "turns"])
     parser.add_argument("--n", type=int, default=None,
                         help="operations per measurement (default: kv 10000, feed 2000)")
     parser.add_argument("--url", default=None, help="benchmark this server instead")
@@ -854,11 +974,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     n = args.n or {"kv": 10_000, "feed": 2000, "vectors": 100_000, "store": 10_000,
-                   "transfer": 50_000, "stall": 200_000, "cluster": 2000, "json": 3}[args.suite]
+                   "transfer": 50_000, "stall": 200_000, "cluster": 2000, "json": 3,
+                   "turns": 2000}[args.suite]
     suites = {"kv": (bench_kv, table), "feed": (bench_feed, feed_table),
               "store": (bench_store, rows_table),
               "transfer": (bench_transfer, table), "stall": (bench_stall, stall_table),
-              "json": (bench_json, json_table)}
+              "json": (bench_json, json_table), "turns": (bench_turns, turns_table)}
     if args.suite == "vectors":
         with server_url(args.url) as url:
             result = asyncio.run(vector_bench.bench(url, n, args.index, args.data, args.layout))

@@ -130,6 +130,8 @@ def turn_call(ns: str, scope: str, sid: str, principal: str, name: str = "acquir
     keys = [K.turn(ns, scope, sid), K.turn_queue(ns, scope, sid), K.sequence(ns),
             K.feed_size(ns), K.principal(ns, principal), K.turn_wake(ns, scope, sid, holder)]
     args = ["1000", "1000"] if name == "acquire" else [""]
+    if name == "acquire":
+        keys.append(K.turns(ns))
     return ["FCALL", f"redismem_turn_{name}", len(keys), *keys, ns, scope, sid, principal,
             holder, *args]
 

@@ -85,6 +85,8 @@ def cases(ns: str, tmp: Path) -> dict[tuple[str, ...], tuple[list[str], Callable
         ("scopes",): ([*n, "--kind", "session", "--json"],
                       lambda out: [r["scope_id"] for r in json.loads(out)] == [
                                    "chat", "s1", "s2"]),
+        ("turns",): ([*n, "--scope", "session:s1", "--json"],  # no turn taken there
+                     lambda out: json.loads(out) == []),
         ("config", "get"): ([*n, "feed_max_bytes", "--json"],
                             lambda out: list(json.loads(out)) == ["feed_max_bytes"]),
         ("config", "set"): ([*n, "max_value_bytes", "2000000", "--json"],

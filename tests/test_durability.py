@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -81,3 +83,38 @@ async def test_an_acknowledged_import_survives_a_crash(redis_url: str, tmp_path:
     async with redismem.RedisMemoryStore(url, namespace="dur-src") as target:
         assert await reads(target) == before
     server.stop()
+
+
+async def test_turn_tokens_keep_increasing_across_a_crash(tmp_path: Path) -> None:
+    """With appendfsync always, a SIGKILL while turns are held loses no
+    token: the holder of the latest turn renews it and writes with it after
+    the restart; a holder whose turn lapsed while the server was down, and
+    was taken after, is told so by its renewal."""
+    server = EmbeddedServer(tmp_path / "data", appendfsync="always")
+    url = server.start().url
+    try:
+        async with await redismem.connect(url, namespace="dur", principal="w") as mem:
+            scope, other = mem.session("s"), mem.session("o")
+            for _ in range(3):
+                await (await scope.acquire_turn()).release()
+            held = await scope.acquire_turn(ttl_seconds=60)
+            assert held.token == 4
+            short = await other.acquire_turn(ttl_seconds=1)  # renewed by hand: not while down
+            server.kill()  # no shutdown, no final fsync
+            while datetime.now(UTC) < short.expires_at:  # down past its ttl
+                await asyncio.sleep(0.05)
+            server.start()
+            await held.renew()  # its turn survived: token 4 is still the latest
+            await scope.set("k", "after the crash")  # and carries it
+            async with await redismem.connect(url, namespace="dur", principal="x") as rival:
+                taken = await rival.session("o").acquire_turn(wait_seconds=0)
+                assert taken.token == 2
+            with pytest.raises(redismem.TurnLostError,
+                               match=r"turn 1 of session:o was lost: token 2 is held by 'x/"):
+                await short.renew()
+            assert await short.release() is False
+            await held.release()
+            assert (await scope.acquire_turn()).token == 5
+            assert (await scope.get("k")).value == "after the crash"
+    finally:
+        server.stop()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import json
 import os
 import signal
 import subprocess
@@ -22,6 +23,7 @@ from redismem.library import bundled
 from redismem.turns import Turn
 
 from .helpers import snapshot
+from .test_cli import run_script
 
 
 async def feed_events(mem: redismem.Memory) -> list[redismem.MemoryChangeEvent]:
@@ -190,9 +192,10 @@ def fcall(conn: redis.Redis, name: str, keys: list[str], args: list[Any]) -> Any
     return conn.fcall(f"redismem_{name}", len(keys), *keys, *args)
 
 
-def turn_keys(ns: str, sid: str, holder: str) -> list[str]:
-    return [K.turn(ns, "session", sid), K.turn_queue(ns, "session", sid), K.sequence(ns),
+def turn_keys(ns: str, sid: str, holder: str, name: str = "turn_acquire") -> list[str]:
+    keys = [K.turn(ns, "session", sid), K.turn_queue(ns, "session", sid), K.sequence(ns),
             K.feed_size(ns), K.principal(ns, "p"), K.turn_wake(ns, "session", sid, holder)]
+    return [*keys, K.turns(ns)] if name == "turn_acquire" else keys
 
 
 @pytest.mark.parametrize(("name", "change", "error"), [
@@ -212,7 +215,7 @@ def test_the_lua_functions_refuse_bad_calls_and_change_nothing(
             "turn_renew": [ns, "session", "s", "p", "h", "1", "1000"]}[name]
     for slot, value in change.items():
         args[slot] = value
-    keys = turn_keys(ns, "s", "h")
+    keys = turn_keys(ns, "s", "h", name)
     if name == "turn_renew":
         keys = keys[:1]
     with pytest.raises(redis.ResponseError, match=f"^{error}"):
@@ -391,3 +394,32 @@ async def test_a_worker_paused_past_its_turn_cannot_write_over_its_successor(
     assert (await scope.get("owner")) == redismem.MemoryValue("B", 1, True)
     assert [(action, token) for action, _, token in await turn_events(rmem)] == [
         ("acquire", 1), ("expire", 1), ("acquire", 2), ("release", 2)]
+
+
+async def test_the_turns_command_shows_holders_tokens_expiry_and_waiters(
+        rmem: redismem.Memory, redis_url: str) -> None:
+    ns = rmem.namespace
+    held = await rmem.session("s1").acquire_turn(ttl_seconds=60)
+    waiter = asyncio.create_task(rmem.session("s1").acquire_turn())
+    await queued(rmem, "session", "s1", 1)
+    await (await rmem.workflow("w1").acquire_turn()).release()
+    done = await asyncio.to_thread(run_script, "turns", "--namespace", ns, "--json",
+                                   url=redis_url)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [
+        {"scope": "session", "scope_id": "s1", "token": 1, "holder": held.holder,
+         "principal": "tester", "expires_at": int(held.expires_at.timestamp() * 1000),
+         "waiters": 1},
+        {"scope": "workflow", "scope_id": "w1", "token": 1, "holder": None, "principal": None,
+         "expires_at": None, "waiters": 0}]
+    text = await asyncio.to_thread(run_script, "turns", "--namespace", ns, "--scope",
+                                   "session:s1", url=redis_url)
+    assert text.stdout == (f"session:s1  token 1  held by {held.holder} (tester) until "
+                           f"{held.expires_at.isoformat(timespec='milliseconds')[:-6]}Z, "
+                           "1 waiting\n")
+    await held.release()
+    await (await waiter).release()
+    for bad in ("global", "actor:me", "session:a:b"):
+        refused = await asyncio.to_thread(run_script, "turns", "--namespace", ns, "--scope",
+                                          bad, url=redis_url)
+        assert refused.returncode == 2 and "--scope" in refused.stderr, refused.stderr

@@ -6,6 +6,7 @@
   KEYS[4] feed size       rm:{<ns>}:feedsz
   KEYS[5] principal key   rm:{<ns>}:who:<principal>:<bucket> (lib/55_requests.lua)
   KEYS[6] wake list       rm:{<ns>}:turn:<scope>:<sid>:w:<holder>
+  KEYS[7] turns registry  rm:{<ns>}:turns
   ARGV[1] namespace  ARGV[2] scope (session or workflow)  ARGV[3] scope id
   ARGV[4] principal  ARGV[5] holder (an id naming this one attempt)
   ARGV[6] the turn's time to live in ms
@@ -23,11 +24,12 @@
 
 local function turn_acquire(keys, args)
   count_args(args, 7, 'namespace, scope, scope id, principal, holder, ttl, lease', 7)
-  expect_keys(keys, 6)
+  expect_keys(keys, 7)
   local t = turn_call(keys, args, true)
   local ttl = parse_turn_ms('ttl', args[6])
   local lease = args[7] ~= '0' and parse_turn_ms('waiter lease', args[7]) or 0
   expect_key(keys, 6, SCHEMA.turn_wake(t.c, t.holder))
+  local registry = expect_key(keys, 7, SCHEMA.turns(t.c))
   local w = turn_writer(t, keys, 3)
   read_turn(t)
   local now = now_ms()
@@ -60,6 +62,7 @@ local function turn_acquire(keys, args)
     leave_queue(t, t.holder)
     redis.call('HSET', t.key, 'token', int_string(t.token + 1), 'holder', t.holder,
                'by', t.principal, 'exp', int_string(now + ttl))
+    redis.call('ZADD', registry, 0, t.c.scope .. ':' .. t.c.sid)
     return {1, t.token + 1, now + ttl}
   end
   if not busy then -- free, and a waiter comes first: wake it

@@ -35,6 +35,7 @@ local SCHEMA = {
   memory = function(c, user, id) return key_base(c.ns) .. 'ltm:' .. user .. ':' .. id end,
   memories = function(c, user) return key_base(c.ns) .. 'ltmz:' .. user end,
   memory_dim = function(c) return key_base(c.ns) .. 'ltmdim' end,
+  turns = function(c) return key_base(c.ns) .. 'turns' end,
   turn = function(c) return key_base(c.ns) .. 'turn:' .. c.scope .. ':' .. c.sid end,
   turn_queue = function(c) return key_base(c.ns) .. 'turn:' .. c.scope .. ':' .. c.sid .. ':q' end,
   turn_wake = function(c, holder)

@@ -8,6 +8,8 @@
       ticket: arrival order
   rm:{ns}:turn:<scope>:<sid>:w:<holder> list a waiter blocks on (BLPOP);
       whoever frees the turn pushes to the first live waiter's list
+  rm:{ns}:turns                         zset (score 0) of <scope>:<sid> of
+      every turn ever granted: what `redismem turns` lists without SCAN
   A turn is free when nobody holds it or its holder's exp has passed (the
   next acquire records the expiry in the feed). A free turn goes to the
   first queued waiter whose lease has not passed; a caller that does not
