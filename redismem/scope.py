@@ -8,8 +8,6 @@ import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from . import _json, feed, limits, turns
 from . import _validate as check
 from . import keys as K
@@ -481,6 +479,7 @@ class MemoryScope:
 
     async def get_vector(self, key: str) -> VectorValue:
         """Read a vector; absent or expired: ``VectorValue(None, None, 0, False)``."""
+        import numpy as np  # on first use: the command line starts faster
         name = self._vector_key(check.check_key(key))
         [(blob, meta, revision)] = await self._conn.functions.get_vectors(*self._scope_args(),
                                                                           [key])

@@ -18,7 +18,6 @@ import os
 from collections.abc import Sequence
 from typing import Any, cast
 
-import numpy as np
 from redis.exceptions import ResponseError
 
 from . import _validate as check
@@ -461,12 +460,14 @@ class RedisMemoryStore:
             pairs = [(record, score) for record, score in read if record is not None]
         else:
             pairs = self._rank_exact(await self._memories(user_id, scope, embeddings=True),
-                                     np.frombuffer(blob, dtype="<f4"), limit)
+                                     blob, limit)
         return [(m, s) for m, s in pairs if floor is None or s >= floor]
 
     @staticmethod
-    def _rank_exact(records: Sequence[tuple[LongTermMemory, bytes | None]], query: np.ndarray,
+    def _rank_exact(records: Sequence[tuple[LongTermMemory, bytes | None]], blob: bytes,
                     limit: int) -> list[tuple[LongTermMemory, float]]:
+        import numpy as np  # on first use: the command line starts faster
+        query = np.frombuffer(blob, dtype="<f4")
         with_vectors = [(m, np.frombuffer(e, dtype="<f4")) for m, e in records
                         if e is not None and len(e) == 4 * query.size
                         and V.embedding_problem(e) is None]  # else raw: audit names it

@@ -49,7 +49,6 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-import numpy as np
 from redis.exceptions import NoPermissionError
 
 from . import _json, limits, raw
@@ -84,6 +83,7 @@ def _floats(blob: bytes) -> list[float]:
         ValueError: not a whole number of float32 values, or NaN or infinity
             among them (written raw: JSON has no such numbers).
     """
+    import numpy as np  # on first use: the command line starts faster
     problem = V.embedding_problem(blob)
     if problem:
         raise ValueError(f"the embedding {problem}")

@@ -24,7 +24,7 @@ from redismem import transfer
 from redismem.audit import audit
 from redismem.server import EmbeddedServer
 
-SETTINGS = settings(max_examples=100, deadline=None,
+SETTINGS = settings(max_examples=50, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 NUMBERS = [b"", b"-5", b"0", b"abc", b"1e400", b"9007199254740993", b"NaN", b"-0", b"1.5",

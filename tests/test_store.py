@@ -392,6 +392,7 @@ async def test_store_from_env(monkeypatch: pytest.MonkeyPatch, server_url: str,
     await store.close()
     monkeypatch.setenv("REDISMEM_BACKEND", "redis")
     monkeypatch.setenv("REDISMEM_URL", "redis://127.0.0.1:1/0")
+    monkeypatch.setenv("REDISMEM_CONNECT_TIMEOUT", "0")  # one attempt, not 10 s of them
     with caplog.at_level(logging.WARNING, logger="redismem"):
         store = await redismem.store_from_env()
     assert store.memory.capabilities.backend == "memory"

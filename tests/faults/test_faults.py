@@ -22,7 +22,7 @@ SEED = int(os.environ.get("REDISMEM_FAULT_SEED", "20261130"))
 @pytest.mark.timeout(150)
 def test_every_guarantee_holds_while_connections_clients_and_the_server_fail(
         tmp_path: Path) -> None:
-    report = run(Config(seed=SEED, seconds=30, interval=1.2, workdir=tmp_path / "run"))
+    report = run(Config(seed=SEED, seconds=20, interval=0.8, workdir=tmp_path / "run"))
     print(report.summary())
     assert report.ok, (f"REDISMEM_FAULT_SEED={SEED}; history kept in {tmp_path / 'run'}\n"
                        + report.summary())
