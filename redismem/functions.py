@@ -460,7 +460,8 @@ class Functions:
     async def turn_release(self, ns: str, scope: str, sid: str, principal: str, holder: str,
                            token: int | None) -> bool:
         """``redismem_turn_release``: whether the holder's turn ``token`` was
-        released (None: a waiter leaves the queue)."""
+        released (None: a waiter gives up: it leaves the queue, and gives
+        back a turn whose grant it never read)."""
         reply = await self._call("redismem_turn_release",
                                  self._turn_keys(ns, scope, sid, principal, holder),
                                  [ns, scope, sid, principal, holder,

@@ -69,15 +69,13 @@ def holder_id(principal: str) -> str:
     return f"{short}/{secrets.token_urlsafe(9)}"
 
 
-def _seconds(what: str, value: object, *, zero: bool = False) -> int:
-    """``value`` seconds as ms within the turn bounds (``zero``: 0 allowed)."""
+def _seconds(what: str, value: object) -> int:
+    """``value`` seconds as ms, within the turn bounds."""
     low, high = limits.MIN_TURN_MS / 1000, limits.MAX_TURN_MS / 1000
     if isinstance(value, bool) or not isinstance(value, int | float) or not (
-        (zero and value == 0) or low <= value <= high
+        low <= value <= high
     ):
-        allowed = "0 or " if zero else ""
-        raise InvalidArgumentError(f"{what} must be {allowed}{low:g}..{high:g} seconds, "
-                                   f"got {value!r}")
+        raise InvalidArgumentError(f"{what} must be {low:g}..{high:g} seconds, got {value!r}")
     return int(value * 1000)
 
 
@@ -204,15 +202,13 @@ async def acquire(conn: Connection, scope: str, scope_id: str, ttl_seconds: floa
     wake = K.turn_wake(ns, scope, scope_id, holder)
     loop = asyncio.get_running_loop()
     deadline = None if wait_seconds is None else loop.time() + wait_seconds
-    queued = False
     try:
         while True:
-            granted, who, until_ms, place = await conn.functions.turn_acquire(
+            granted, who, until_ms, _place = await conn.functions.turn_acquire(
                 ns, scope, scope_id, principal, holder, ttl_ms, lease_ms)
             if granted:
                 _carry(ns, scope, scope_id, int(who))
                 return Turn(conn, scope, scope_id, holder, int(who), until_ms, ttl_ms)
-            queued = place > 0
             block = lease_ms / 3000
             if until_ms:  # wake when the holder's turn (or the first waiter's lease) lapses
                 block = min(block, max(until_ms / 1000 - time.time(), 0) + 0.002)
@@ -227,10 +223,11 @@ async def acquire(conn: Connection, scope: str, scope_id: str, ttl_seconds: floa
             block = block_seconds(conn.client, block)
             await conn.client.blpop([wake], timeout=max(block, 0.001))
     except BaseException:
-        if queued:  # leave the queue, so that the waiters behind are not held up
-            with contextlib.suppress(Exception):
-                await asyncio.shield(conn.functions.turn_release(ns, scope, scope_id, principal,
-                                                                 holder, None))
+        # leave the queue, so that the waiters behind are not held up (and
+        # give back a turn granted by a call whose reply was cut off)
+        with contextlib.suppress(Exception):
+            await asyncio.shield(conn.functions.turn_release(ns, scope, scope_id, principal,
+                                                             holder, None))
         raise
 
 
@@ -293,10 +290,12 @@ async def states(client: Any, ns: str, scope: str | None = None, scope_id: str |
         text = {k.decode(errors="replace"): v.decode(errors="replace") for k, v in fields.items()}
         if not text:
             continue
+        token = text.get("token", "0")  # a raw write may leave anything: shown as None
         expires = int(text["exp"]) if text.get("exp", "").isdigit() else None
         held = "holder" in text and expires is not None and expires > now
         leases = [text.get(f"w:{w.decode(errors='replace')}", "") for w in queued]
-        rows.append({"scope": kind, "scope_id": sid, "token": int(text.get("token", "0") or 0),
+        rows.append({"scope": kind, "scope_id": sid,
+                     "token": int(token) if token.isdigit() else None,
                      "holder": text["holder"] if held else None,
                      "principal": text.get("by") if held else None,
                      "expires_at": expires if held else None,

@@ -423,3 +423,19 @@ async def test_the_turns_command_shows_holders_tokens_expiry_and_waiters(
         refused = await asyncio.to_thread(run_script, "turns", "--namespace", ns, "--scope",
                                           bad, url=redis_url)
         assert refused.returncode == 2 and "--scope" in refused.stderr, refused.stderr
+
+
+async def test_a_waiter_that_gives_up_gives_back_a_turn_whose_grant_it_never_read(
+        rmem: redismem.Memory) -> None:
+    """A waiter cancelled while its acquire call was in flight may have been
+    granted the turn without learning it: leaving (token None) gives it back
+    at once instead of holding the session for a whole ttl."""
+    functions, ns = rmem._conn.functions, rmem.namespace
+    granted, token, *_ = await functions.turn_acquire(ns, "session", "s1", "tester", "h1",
+                                                      30_000, 15_000)
+    assert granted and token == 1
+    assert await functions.turn_release(ns, "session", "s1", "tester", "h1", None) is True
+    taken = await rmem.session("s1").acquire_turn(wait_seconds=0)
+    assert taken.token == 2
+    assert await turn_events(rmem) == [("acquire", "h1", 1), ("release", "h1", 1),
+                                       ("acquire", taken.holder, 2)]

@@ -8,7 +8,9 @@
   KEYS[6] wake list       rm:{<ns>}:turn:<scope>:<sid>:w:<holder>
   ARGV[1] namespace  ARGV[2] scope (session or workflow)  ARGV[3] scope id
   ARGV[4] principal  ARGV[5] holder
-  ARGV[6] the token of the holder's turn ('' = a waiter leaves the queue)
+  ARGV[6] the token of the holder's turn; '' = a waiter gives up: it
+          leaves the queue, and releases the turn if it was granted one
+          whose reply it never read (its token was never used)
   Reply: 1 when the holder's turn was released, 0 when it held none (it
          was taken by another after it lapsed, or the caller only left the
          queue).
@@ -24,11 +26,11 @@ local function turn_release(keys, args)
   local w = turn_writer(t, keys, 3)
   read_turn(t)
   local now = now_ms()
-  local releasing = token ~= nil and t.held_by == t.holder and t.token == token
+  local releasing = t.held_by == t.holder and (token == nil or t.token == token)
   w.now = now
   prepare_feed(w)
   if releasing then
-    plan_event(w, t.holder, 'release', token, nil)
+    plan_event(w, t.holder, 'release', t.token, nil)
   end
   publish(w)
   leave_queue(t, t.holder)
