@@ -15,7 +15,7 @@ session and workflow scopes only). ``operator`` is server-wide.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from . import _validate as check
@@ -128,6 +128,15 @@ def _turn_families(ns: str, scope: str, sid: str) -> list[str]:
     return [f"{b}turn:{scope}:{sid}", f"{b}turn:{scope}:{sid}:*"]
 
 
+def _per_grant(role: Role, families: Callable[[str, str, str], list[str]]) -> list[str]:
+    """``families`` of each session and workflow granted to a worker."""
+    assert role.namespace is not None
+    return [*(p for sid in role.sessions
+              for p in families(role.namespace, "session", K.glob_escape(sid))),
+            *(p for wid in role.workflows
+              for p in families(role.namespace, "workflow", K.glob_escape(wid)))]
+
+
 def _rw(patterns: Sequence[str]) -> tuple[str, ...]:
     return tuple(f"~{p}" for p in patterns)
 
@@ -183,11 +192,7 @@ def rules(role: Role, user: str, *, search: bool = True) -> list[str]:
                 *(grant.rule() for grant in grants)]
     # worker: its granted scopes and its actor scope read-write, the global
     # scope and the settings read-only; the feed write-only
-    granted = [*(p for sid in role.sessions for p in _scope_families(ns, "session",
-                                                                       K.glob_escape(sid))),
-               *(p for wid in role.workflows for p in _scope_families(ns, "workflow",
-                                                                        K.glob_escape(wid))),
-               *_scope_families(ns, "actor", me)]
+    granted = [*_per_grant(role, _scope_families), *_scope_families(ns, "actor", me)]
     readable = [*granted, *_scope_families(ns, "global", "_"), f"{b}cfg"]
     grants = [
         Grant(_rw([*counters, *who, *granted, f"{b}turns"]), ("+fcall",)),
@@ -197,10 +202,7 @@ def rules(role: Role, user: str, *, search: bool = True) -> list[str]:
         Grant((f"%W~{b}feed", f"%W~{b}scopes"), (*FEED_WRITES, *REGISTRY_WRITES)),
         Grant(_rw([f"{b}turns"]), REGISTRY_WRITES),
     ]
-    turns = [*(p for sid in role.sessions for p in _turn_families(ns, "session",
-                                                                  K.glob_escape(sid))),
-             *(p for wid in role.workflows for p in _turn_families(ns, "workflow",
-                                                                   K.glob_escape(wid)))]
+    turns = _per_grant(role, _turn_families)
     if turns:
         grants.append(Grant(_rw(turns), TURN_COMMANDS))
     return ["resetchannels", *_read(readable), *CONNECT, *READS,

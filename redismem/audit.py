@@ -22,6 +22,7 @@ from . import vectors as V
 from .errors import InvalidArgumentError
 from .feed import LAST_STREAM_ID, Entries, parse_event
 from .memory import Memory
+from .records import time_ms
 from .repair import stored_count
 from .scope import entry_problem
 from .transfer import (
@@ -32,11 +33,6 @@ from .transfer import (
     survey,
 )
 from .users import open_doors
-
-
-def _now_ms(time: tuple[int, int]) -> int:
-    seconds, micros = time
-    return int(seconds) * 1000 + int(micros) // 1000
 
 
 @dataclass(frozen=True)
@@ -261,7 +257,7 @@ async def audit(mem: Memory) -> AsyncIterator[Finding]:
         found = Survey({}, [], [], 0, [])
         if not broken:
             yield Finding(K.scopes(ns), f"the registries cannot be read: {exc}")
-    now = _now_ms(await client.time())
+    now = time_ms(await client.time())
     for kind in ("value", "vector"):
         for scope, sid in found.scopes.get(kind, []):
             async for finding in _guarded(_scope_entries(mem, kind, scope, sid, now),

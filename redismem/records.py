@@ -37,6 +37,12 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def time_ms(reply: tuple[int, int]) -> int:
+    """Milliseconds since the epoch of a Redis ``TIME`` reply (server time)."""
+    seconds, micros = reply
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
 def _dumps(value: Any, error: type[InvalidArgumentError], what: str) -> str:
     try:
         return _json.dumps(value)[0]

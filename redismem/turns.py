@@ -32,6 +32,7 @@ from . import limits
 from ._connection import Connection
 from .errors import InvalidArgumentError, RedisMemError, TurnLostError, TurnTimeoutError
 from .feed import block_seconds
+from .records import time_ms
 
 log = logging.getLogger("redismem.turns")
 
@@ -278,8 +279,7 @@ async def states(client: Any, ns: str, scope: str | None = None, scope_id: str |
         members = [m.decode(errors="replace") for m in await client.zrange(K.turns(ns), 0, -1)]
         named = [(s, i) for s, _, i in (m.partition(":") for m in members)
                  if s in TURN_SCOPES and i and (scope is None or s == scope)]
-    seconds, micros = await client.time()
-    now = int(seconds) * 1000 + int(micros) // 1000
+    now = time_ms(await client.time())
     pipe = client.pipeline(transaction=False)
     for kind, sid in named:
         pipe.hgetall(K.turn(ns, kind, sid))

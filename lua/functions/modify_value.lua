@@ -78,7 +78,7 @@ local function modify_value(keys, args)
   local key = check_key(args[8])
   local op = args[9]
   expect_keys(keys, 8)
-  local w = scope_writer(keys, 1, c, 'value', principal, request)
+  local w = scope_writer(keys, 1, c, 'value', principal, request, args[7])
   w.ttl = ttl
   check_request(keys, args, w.settings.max_call_bytes)
   local value_key = expect_key(keys, 8, SCHEMA.value(c, key))
@@ -100,12 +100,11 @@ local function modify_value(keys, args)
     fail('INVALID_ARGUMENT', 'too many arguments for ' .. op .. ': ' .. #args)
   end
 
-  local kept = kept_reply(w, 'modify_value')
+  local kept = kept_or_fenced(w, 'modify_value')
   if kept then
     local revision, json = string.match(kept, '^(%d+) (.*)$')
     return {tonumber(revision), json}
   end
-  check_fence(w.turn, c.scope .. ':' .. c.sid, args[7])
 
   local stored = redis.call('HMGET', value_key, 'v', 'rev')
   local current = tonumber(stored[2]) or 0

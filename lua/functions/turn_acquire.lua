@@ -25,12 +25,10 @@
 local function turn_acquire(keys, args)
   count_args(args, 7, 'namespace, scope, scope id, principal, holder, ttl, lease', 7)
   expect_keys(keys, 7)
-  local t = turn_call(keys, args, true)
+  local t, w = queue_call(keys, args)
   local ttl = parse_turn_ms('ttl', args[6])
   local lease = args[7] ~= '0' and parse_turn_ms('waiter lease', args[7]) or 0
-  expect_key(keys, 6, SCHEMA.turn_wake(t.c, t.holder))
   local registry = expect_key(keys, 7, SCHEMA.turns(t.c))
-  local w = turn_writer(t, keys, 3)
   read_turn(t)
   local now = now_ms()
   if turn_held(t, now) and t.held_by == t.holder then -- a call sent again
@@ -38,12 +36,11 @@ local function turn_acquire(keys, args)
     return {1, t.token, now + ttl}
   end
   local busy = turn_held(t, now)
-  local head, lapsed = nil, {}
+  local head, lapsed, head_lease = nil, {}, nil
   if not busy then
-    head, lapsed = first_waiter(t, now)
+    head, lapsed, head_lease = first_waiter(t, now)
   end
   local granted = not busy and (head == nil or head == t.holder)
-  local head_lease
   if granted and t.token >= LIMITS.max_revision then
     fail('REVISION_LIMIT', 'the turn of ' .. show(t.key) .. ' is at token ' .. int_string(t.token)
          .. ', the largest there is')
@@ -69,7 +66,7 @@ local function turn_acquire(keys, args)
     if t.held_by then
       redis.call('HDEL', t.key, 'holder', 'by', 'exp')
     end
-    head_lease = wake_first(t, now)
+    wake(t, head)
   end
   local place = 0
   if lease > 0 then

@@ -20,10 +20,8 @@
 local function turn_release(keys, args)
   count_args(args, 6, 'namespace, scope, scope id, principal, holder, token', 6)
   expect_keys(keys, 6)
-  local t = turn_call(keys, args, true)
+  local t, w = queue_call(keys, args)
   local token = args[6] ~= '' and parse_int('token', args[6], 1, LIMITS.max_revision) or nil
-  expect_key(keys, 6, SCHEMA.turn_wake(t.c, t.holder))
-  local w = turn_writer(t, keys, 3)
   read_turn(t)
   local now = now_ms()
   local releasing = t.held_by == t.holder and (token == nil or t.token == token)
@@ -38,7 +36,11 @@ local function turn_release(keys, args)
     redis.call('HDEL', t.key, 'holder', 'by', 'exp')
   end
   if releasing or not turn_held(t, now) then
-    wake_first(t, now)
+    local head, lapsed = first_waiter(t, now)
+    drop_waiters(t, lapsed)
+    if head then
+      wake(t, head)
+    end
   end
   return releasing and 1 or 0
 end

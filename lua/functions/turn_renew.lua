@@ -11,7 +11,7 @@
 local function turn_renew(keys, args)
   count_args(args, 7, 'namespace, scope, scope id, principal, holder, token, ttl', 7)
   expect_keys(keys, 1)
-  local t = turn_call(keys, args, false)
+  local t = turn_call(keys, args)
   local token = parse_int('token', args[6], 1, LIMITS.max_revision)
   local ttl = parse_turn_ms('ttl', args[7])
   read_turn(t)

@@ -38,12 +38,14 @@ end
 -- w from the seven keys every scope write passes in this order, from
 -- KEYS[first]: names zset, expiry zset, revisions hash, feed counter, feed
 -- size counter, principal key (lib/55_requests.lua), the scope's turn hash
--- (lib/65_turns.lua: a write may carry a turn token); with the feed stream
+-- (lib/57_fence.lua: a write may carry a turn token); with the feed stream
 -- and the namespace's write settings (built from the namespace, see
--- lib/30_keys.lua). `request`: the call's request id, or nil.
-local function scope_writer(keys, first, c, kind, principal, request)
+-- lib/30_keys.lua). `request`: the call's request id, or nil; `fence`:
+-- the call's turn token text ('' or nil = none; lib/57_fence.lua).
+local function scope_writer(keys, first, c, kind, principal, request, fence)
   local tag = kind_tag(kind)
   local w = {c = c, kind = kind, tag = tag, principal = principal, request = request,
+             fence = fence or '',
              names = expect_key(keys, first, SCHEMA.names(c, tag)),
              expiry = expect_key(keys, first + 1, SCHEMA.expiry(c, tag)),
              revisions = expect_key(keys, first + 2, SCHEMA.revisions(c, tag)),
@@ -229,7 +231,7 @@ end
 -- `fname`. Returns 1 when deleted, 0 when absent (or the kept reply of the
 -- call's request); `removed` runs before the entry goes.
 local function remove_entry(w, fname, item_key, name, expected, removed)
-  local kept = kept_reply(w, fname)
+  local kept = kept_or_fenced(w, fname)
   if kept then
     return tonumber(kept)
   end

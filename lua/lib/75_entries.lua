@@ -47,11 +47,6 @@ local ENTRY_KINDS = {
   },
 }
 
--- The scope's name in messages: <scope>:<sid>.
-local function scope_name(c)
-  return c.scope .. ':' .. c.sid
-end
-
 -- set_values / set_vectors: ARGV = namespace, scope, scope id, ttl,
 -- principal, request id, turn token, then per item: key, its own
 -- arguments, expected revision. KEYS = the scope writer's seven, the
@@ -68,14 +63,13 @@ local function set_entries(keys, args, kind, fname)
   local count = item_count(args, 7, width, 'key, ' .. spec.what .. ', expected revision')
   local fixed = 7 + spec.extra_keys
   expect_keys(keys, fixed + count)
-  local w = scope_writer(keys, 1, c, kind, principal, request)
+  local w = scope_writer(keys, 1, c, kind, principal, request, args[7])
   w.ttl = ttl
   check_request(keys, args, w.settings.max_call_bytes)
-  local kept = kept_reply(w, fname)
+  local kept = kept_or_fenced(w, fname)
   if kept then
     return text_ints(kept)
   end
-  check_fence(w.turn, scope_name(c), args[7])
   local ctx = spec.begin(w, keys, 8, count, c)
 
   prefetch_issued(w, args, 8, width, count)
@@ -176,14 +170,11 @@ local function delete_entry(keys, args, kind, fname)
   local request = check_request_id(args[7])
   expect_keys(keys, 8 + spec.extra_keys)
   local entry_key = expect_key(keys, 1, spec.schema(c, key))
-  local w = scope_writer(keys, 2, c, kind, principal, request)
-  local dims_key = kind == 'vector' and expect_key(keys, 9, SCHEMA.dims(c))
-  if not kept_reply(w, fname) then
-    check_fence(w.turn, scope_name(c), args[8])
-  end
+  local w = scope_writer(keys, 2, c, kind, principal, request, args[8])
   if kind == 'value' then
     return remove_entry(w, fname, entry_key, key, expected)
   end
+  local dims_key = expect_key(keys, 9, SCHEMA.dims(c))
   local dim = tonumber(redis.call('HGET', entry_key, '_dim'))
   return remove_entry(w, fname, entry_key, key, expected, function()
     if dim then

@@ -155,7 +155,7 @@ end
 -- size checked against the namespace's settings, events parsed. A
 -- `fenced` call also passes KEYS[5], the turn hash of the thread's
 -- session, and ARGV[3], the writer's turn token ('' = none; checked by
--- check_fence); its events follow from ARGV[4].
+-- check_fence, lib/57_fence.lua); its events follow from ARGV[4].
 local function thread_write(keys, args, fenced)
   count_args(args, 2, 'namespace, thread id, then events')
   local c = {ns = check_id('namespace', args[1])}
