@@ -32,7 +32,7 @@ from .transfer import (
     memory_problem,
     survey,
 )
-from .users import open_doors
+from .users import lossy_defaults, open_doors
 
 
 @dataclass(frozen=True)
@@ -242,11 +242,14 @@ async def audit(mem: Memory) -> AsyncIterator[Finding]:
     """Every value, vector, feed entry and thread event of ``mem``'s
     namespace that the library did not write (what a raw command left);
     first, each node that serves clients giving no password, which could
-    write anything."""
+    write anything, and each whose ``default`` user would lose the data at
+    a restart with AOF on."""
     client, ns = mem.client, mem.namespace
     if mem.capabilities.backend == "redis":
         for door in await open_doors(client):
             yield Finding(door.node, door.problem())
+        for node in await lossy_defaults(client):
+            yield Finding(node.node, node.problem())
     broken: set[str] = set()
     async for finding in _key_types(client, ns):
         broken.add(finding.key)

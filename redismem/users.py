@@ -253,16 +253,31 @@ class OpenDoor:
         return f"{self.node} {self.problem()}"
 
 
-def _words(getuser: Any) -> str:
-    """``ACL GETUSER default``'s reply (a map, or RESP2's flat list) in words."""
+def _fields(getuser: Any) -> dict[str, Any]:
+    """``ACL GETUSER``'s reply (a map, or RESP2's flat list) as a dict of
+    text: ``flags`` a list, the other fields a string."""
     pairs = getuser.items() if isinstance(getuser, dict) else zip(
         getuser[::2], getuser[1::2], strict=False)
-    fields = {(k.decode() if isinstance(k, bytes) else str(k)):
-              (v.decode() if isinstance(v, bytes) else str(v)) for k, v in pairs}
-    commands, keys = fields.get("commands", ""), fields.get("keys", "")
-    if commands.startswith("+@all") and keys in ("~*", "allkeys"):
+
+    def text(v: Any) -> Any:
+        if isinstance(v, list):
+            return [text(x) for x in v]
+        return v.decode() if isinstance(v, bytes) else str(v)
+
+    return {text(k): text(v) for k, v in pairs}
+
+
+def _everything(fields: dict[str, Any]) -> bool:
+    return (str(fields.get("commands", "")) == "+@all"
+            and fields.get("keys") in ("~*", "allkeys"))
+
+
+def _words(getuser: Any) -> str:
+    """``ACL GETUSER default``'s reply in words."""
+    fields = _fields(getuser)
+    if _everything(fields):
         return "every key and command"
-    return f"commands {commands or 'none'} on keys {keys or 'none'}"
+    return f"commands {fields.get('commands') or 'none'} on keys {fields.get('keys') or 'none'}"
 
 
 def _anonymous(node: Redis) -> Redis:
@@ -280,8 +295,7 @@ async def open_doors(client: Redis) -> list[OpenDoor]:
     found = []
     async with _nodes(client) as nodes:
         for node in nodes:
-            options = node.connection_pool.connection_kwargs
-            address = f"{options.get('host', 'localhost')}:{options.get('port', 6379)}"
+            address = _address(node)
             stranger = _anonymous(node)
             try:
                 await stranger.ping()
@@ -299,25 +313,84 @@ async def open_doors(client: Redis) -> list[OpenDoor]:
     return found
 
 
-async def _reach(node: Redis) -> str | None:
-    """``default``'s rights in words, or None when ``node``'s user may not read them."""
+async def _default_user(node: Redis) -> dict[str, Any] | None:
+    """``ACL GETUSER default`` on ``node``, or None when its user may not run it."""
     try:
         reply = await node.execute_command("ACL", "GETUSER", "default")  # type: ignore[no-untyped-call]
     except ResponseError:  # ACL not permitted to this user
         return None
-    return _words(reply) if reply else None
+    return _fields(reply) if reply else None
+
+
+async def _reach(node: Redis) -> str | None:
+    """``default``'s rights in words, or None when ``node``'s user may not read them."""
+    fields = await _default_user(node)
+    return None if fields is None else _words(fields)
+
+
+@dataclass(frozen=True)
+class LossyDefault:
+    """A node whose ``default`` user is off or restricted. Redis replays a
+    function call or transaction from its AOF as MULTI/EXEC run by the
+    ``default`` user, and EXEC checks that user's rights again: every
+    write the library made is refused at the next start with AOF on
+    (redis/redis#14541, valkey-io/valkey#3983), and the data is gone."""
+
+    node: str
+    state: str
+    """What is wrong, in words ("off", "commands -@all on keys none")."""
+    appendonly: bool | None
+    """Whether the node has AOF on (None: this user may not read it)."""
+
+    def problem(self) -> str:
+        where = {True: "AOF is on here", False: "once AOF is on",
+                 None: "when AOF is on"}[self.appendonly]
+        return (f"its default user is {self.state}: {where}, the server drops every write "
+                f"the library made when it restarts (it replays them as that user); relock "
+                f"it the safe way: {LOCK_DEFAULT}")
+
+    def warning(self) -> str:
+        return f"{self.node} {self.problem()}"
+
+
+def _address(node: Redis) -> str:
+    options = node.connection_pool.connection_kwargs
+    return f"{options.get('host', 'localhost')}:{options.get('port', 6379)}"
+
+
+async def lossy_defaults(client: Redis) -> list[LossyDefault]:
+    """The server's nodes whose ``default`` user would lose data at a
+    restart with AOF on (see :class:`LossyDefault`); nodes whose ACL this
+    user may not read are left out."""
+    found = []
+    async with _nodes(client) as nodes:
+        for node in nodes:
+            fields = await _default_user(node)
+            if fields is None or ("on" in fields.get("flags", ()) and _everything(fields)):
+                continue
+            state = "off" if "on" not in fields.get("flags", ()) else _words(fields)
+            try:
+                aof: bool | None = (await node.config_get("appendonly")).get("appendonly") == "yes"
+            except ResponseError:
+                aof = None
+            found.append(LossyDefault(_address(node), state, aof))
+    return found
 
 
 async def lock_default(client: Redis) -> bool:
     """Close the server to clients that give no password: the ``default``
-    user is turned off, with no password, keys or commands (on a cluster,
-    on every node). False when it was closed already.
+    user is left with no password at all (and no ``nopass``), so nobody
+    can log in as it, but keeps every key and command, which the server
+    needs to replay its AOF (see :class:`LossyDefault`); on a cluster, on
+    every node. A ``default`` user turned off or restricted (as earlier
+    versions of this command did) is put right the same way. False when
+    there was nothing to do.
 
     Raises:
         InvalidArgumentError: no enabled operator would be left to manage
             the server, or a cluster's replicas log in as ``default``.
     """
-    if not await open_doors(client):
+    if not await open_doors(client) and not await lossy_defaults(client):
         return False
     operators = [u["user"] for u in await list_users(client)
                  if u["role"] == "operator" and "on" in u["rules"]]
@@ -335,7 +408,6 @@ async def lock_default(client: Redis) -> bool:
                     "this server's replicas log in to their primary as the default user "
                     "(masterauth is set, masteruser is not): give them a user of their own "
                     "(masteruser, masterauth) before locking the default user")
-    await _everywhere(client, "ACL", "SETUSER", "default", "off", "resetpass", "resetkeys",
-                      "resetchannels", "-@all")
+    await _everywhere(client, "ACL", "SETUSER", "default", "reset", "on", "~*", "&*", "+@all")
     await _save(client)
     return True

@@ -20,10 +20,12 @@ REPO = Path(__file__).resolve().parent.parent
 class BareRedis:
     """Debian's redis-server as a bare install runs it: the default user
     with no password, RDB saves (one on SIGTERM), ``args`` added; it can be
-    stopped and started again on the same port and directory."""
+    stopped and started again on the same port and directory. ``binary``
+    runs another redis-server the same way (the bundled one, say)."""
 
-    def __init__(self, directory: Path, *args: str) -> None:
-        self.directory, self.args = directory, args
+    def __init__(self, directory: Path, *args: str,
+                 binary: str = "/usr/bin/redis-server") -> None:
+        self.directory, self.args, self.binary = directory, args, binary
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             self.port = int(probe.getsockname()[1])
@@ -35,7 +37,7 @@ class BareRedis:
 
     def start(self) -> BareRedis:
         self.process = subprocess.Popen(
-            ["/usr/bin/redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
              "--dir", str(self.directory), *self.args],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 30

@@ -140,6 +140,7 @@ def _status_text(data: dict[str, Any]) -> str:
              f"vector search: {data['vector_search']}"]
     lines.append(f"access control: {_access_control(data)}")
     lines += [f"warning: {door}" for door in data["open_to_anyone"] or ()]
+    lines += [f"warning: {node}" for node in data["default_user_loses_data"] or ()]
     if data["maxmemory_policy"] not in (None, "noeviction"):
         lines.append(f"warning: maxmemory-policy is {data['maxmemory_policy']}: the server may "
                      "evict memory (redismem needs noeviction)")
@@ -244,6 +245,8 @@ def status(url: str | None, namespace: str | None, as_json: bool) -> None:
             acl_users = await _acl_users(client) if caps.backend == "redis" else None
             doors = ([d.warning() for d in await users.open_doors(client)]
                      if caps.backend == "redis" else None)
+            lossy = ([d.warning() for d in await users.lossy_defaults(client)]
+                     if caps.backend == "redis" else None)
             if acl_users is not None:
                 listed = await users.list_users(client)
                 for figures in found:
@@ -251,6 +254,7 @@ def status(url: str | None, namespace: str | None, as_json: bool) -> None:
             return {"url": redact(resolved), "backend": caps.backend,
                     "server_version": caps.server_version, "maxmemory_policy": policy,
                     "acl_users": acl_users, "open_to_anyone": doors,
+                    "default_user_loses_data": lossy,
                     "modules": {"search": caps.search, "json": caps.json},
                     "library_version": loaded, "bundled_library_version": bundled().version,
                     "library_digest": None if library is None else library.digest,

@@ -192,9 +192,11 @@ def users_rotate(url: str | None, name: str, password_file: str | None, write_to
 @url_option
 @json_option
 def users_lock_default(url: str | None, as_json: bool) -> None:
-    """Close the server to clients that give no password: turn the default
-    user off, with no password, keys or commands. Needs an enabled
-    operator user (connect as it from then on)."""
+    """Close the server to clients that give no password: the default user
+    keeps its rights (the server replays its AOF as that user) but has no
+    password, so nobody can log in as it. Also puts right a default user
+    that was turned off, which loses data at a restart with AOF on. Needs
+    an enabled operator user (connect as it from then on)."""
 
     async def run() -> dict[str, Any]:
         async with _admin_client(url) as client:
@@ -204,4 +206,5 @@ def users_lock_default(url: str | None, as_json: bool) -> None:
     _emit_saved(run_sync(run()), as_json,
                 lambda d: "locked the default user: a client must now log in as one of the "
                 "ACL users (an operator manages them)" if d["locked"] else
-                "the server already refuses clients that give no password: nothing to lock")
+                "the server already refuses clients that give no password, and its default "
+                "user keeps what AOF needs: nothing to lock")
