@@ -111,20 +111,35 @@ def expected_arg(expected: object) -> str:
     return str(expected)
 
 
-def ttl_arg(ttl_seconds: object) -> str:
-    """The Lua argument for a TTL in seconds (None = no expiry)."""
-    if ttl_seconds is None:
+def ttl_arg(ttl_seconds: object, persist: object = False) -> str:
+    """The Lua argument for a write's expiry: ``ttl_seconds`` from now;
+    None keeps the key's own expiry (a new key gets none), unless
+    ``persist``, which removes it.
+
+    Raises:
+        InvalidTTLError: ``ttl_seconds`` is not a positive number within
+            ten years, or is given with ``persist``.
+    """
+    if not isinstance(persist, bool):
+        raise InvalidTTLError(f"persist must be True or False, got {persist!r}")
+    if persist:
+        if ttl_seconds is not None:
+            raise InvalidTTLError(f"give ttl_seconds ({ttl_seconds!r}) or persist=True "
+                                  "(remove the expiry), not both")
         return ""
+    if ttl_seconds is None:
+        return "KEEPTTL"
     if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int | float):
         raise InvalidTTLError(f"ttl_seconds must be a number, got {ttl_seconds!r}")
     most = limits.MAX_TTL_MS // 1000
     if math.isnan(ttl_seconds) or ttl_seconds <= 0:
         raise InvalidTTLError(f"ttl_seconds must be a positive number of seconds, got "
-                              f"{ttl_seconds!r} (None: no expiry)")
+                              f"{ttl_seconds!r} (None keeps the key's expiry; persist=True "
+                              "removes it)")
     if math.isinf(ttl_seconds) or math.ceil(ttl_seconds * 1000) > limits.MAX_TTL_MS:
         raise InvalidTTLError(f"ttl_seconds must be at most {most} (about "
-                              f"{most // 86400 // 365} years), got {ttl_seconds!r}; None "
-                              "means no expiry")
+                              f"{most // 86400 // 365} years), got {ttl_seconds!r}; "
+                              "persist=True removes the expiry")
     ms = math.ceil(ttl_seconds * 1000)
     return str(ms)
 

@@ -50,7 +50,7 @@ from .retries import (
     persistently,
     retry,
 )
-from .topology import first_answer, nodes_from, slot_owner
+from .topology import first_answer, nodes_from, on_namespace_node, slot_owner
 from .types import Capabilities
 
 MEMORY_URL = "memory://"
@@ -424,3 +424,31 @@ async def check_eviction(client: Redis, allow: bool | None) -> None:
             "keys, silently dropping values, revisions and change events. Set "
             "maxmemory-policy noeviction (CONFIG SET and redis.conf), or connect with "
             "allow_eviction=True (REDISMEM_ALLOW_EVICTION=1) if you accept that")
+
+
+async def check_replicas(client: Redis, ns: str, backend: str, where: str) -> None:
+    """Refuse ``durability="replica"`` where no replica could confirm a write:
+    ``memory://``, or a primary of namespace ``ns`` (on a cluster, the node
+    of its slot) with no connected replica. Every write would otherwise
+    wait out ``replica_timeout`` and fail with NotReplicatedError.
+
+    Raises:
+        InvalidArgumentError: no replica is connected.
+    """
+    fix = ("start a replica (replicaof HOST PORT in its redis.conf), or connect with "
+           "durability=\"primary\"")
+    if backend == "memory":
+        raise InvalidArgumentError(f"durability=\"replica\": memory:// has no replicas; {fix}")
+    target = on_namespace_node(client, ns)
+    info = await client.info("replication", **target)
+    if target:
+        node = target["target_nodes"]
+        where = f"{node.host}:{node.port}, the primary of namespace {ns}"
+    if isinstance(info, dict) and "connected_slaves" not in info and len(info) == 1:
+        info = next(iter(info.values()))  # a cluster's reply keyed by node
+    count = int(info.get("connected_slaves", 0))
+    if count < 1:
+        raise InvalidArgumentError(
+            f"durability=\"replica\" waits for a replica to confirm each write, but {where} has "
+            f"no connected replica: every write would wait and fail with NotReplicatedError; "
+            f"{fix}")

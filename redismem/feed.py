@@ -86,22 +86,29 @@ def _foreign_event(entry_id: bytes, fields: dict[bytes, bytes],
         error=f"feed entry {entry_id.decode()} was not written by redismem: {what}")
 
 
+_WITHOUT_VALUE = frozenset({"append", "merge"})
+"""Value changes whose events carry the delta and never the new value."""
+
+
 def _library_event(entry_id: bytes, fields: dict[bytes, bytes]) -> MemoryChangeEvent:
     if not entry_id.endswith(b"-0"):
         raise ValueError("its id is not <sequence>-0")
-    raw = fields.get(b"value")
+    raw, delta = fields.get(b"value"), fields.get(b"delta")
+    action = fields[b"action"].decode()
     return MemoryChangeEvent(
         sequence=int(entry_id.split(b"-", 1)[0]),
         scope=fields[b"scope"].decode(),
         scope_id=fields[b"sid"].decode(),
         key=fields[b"key"].decode(),
         kind=fields[b"kind"].decode(),
-        action=fields[b"action"].decode(),
+        action=action,
         revision=int(fields[b"rev"]),
         principal=fields[b"by"].decode(),
         created_at=datetime.fromtimestamp(int(fields[b"ts"]) / 1000, tz=UTC),
         value=_json.loads(raw) if raw is not None else None,
-        value_omitted=fields.get(b"omitted") == b"1",
+        value_omitted=fields.get(b"omitted") == b"1" or action in _WITHOUT_VALUE,
+        delta=_json.loads(delta) if delta is not None else None,
+        delta_omitted=fields.get(b"delta_omitted") == b"1",
     )
 
 

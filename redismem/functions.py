@@ -408,14 +408,15 @@ class Functions:
         return int(removed), int(held)
 
     async def upsert_memory(self, ns: str, user: str, memory_id: str, record: str,
-                            embedding: bytes, *, newer: bool = False) -> int:
-        """``redismem_upsert_memory``: 1 created, 0 replaced, -1 kept (``newer``:
-        the stored record's updated_at is the same or later)."""
+                            embedding: bytes, *, newer: bool = False, expected: str = "") -> int:
+        """``redismem_upsert_memory``: 1 created, 0 replaced, -1 kept (the
+        stored record's updated_at is later; ``newer``: the same or later).
+        ``expected``: the stored updated_at it must find ('' = any, '0' =
+        absent), else ConflictError."""
         keys = [K.memory(ns, user, memory_id), K.memories(ns, user), K.memory_dim(ns)]
-        args: list[str | bytes | int] = [ns, user, memory_id, record, embedding]
-        if newer:
-            args.append("newer")
-        return int(await self._call("redismem_upsert_memory", keys, args))
+        args: list[str | bytes | int] = [ns, user, memory_id, record, embedding,
+                                         "newer" if newer else "", expected]
+        return int(await self._call("redismem_upsert_memory", keys, args, key=memory_id))
 
     async def delete_memory(self, ns: str, user: str, memory_id: str) -> bool:
         """``redismem_delete_memory``: True when deleted."""

@@ -23,8 +23,10 @@ from .client import (
     MEMORY_URL,
     authenticated_principal,
     check_eviction,
+    check_replicas,
     detect_capabilities,
     open_client,
+    redact,
     resolve_url,
 )
 from .errors import InvalidArgumentError
@@ -183,10 +185,10 @@ class Memory:
         return await self.default().get(key)
 
     async def set(self, key: str, value: Any, *, expected_revision: int | None = None,
-                  ttl_seconds: float | None = None) -> int:
+                  ttl_seconds: float | None = None, persist: bool = False) -> int:
         """``default().set(...)``."""
         return await self.default().set(key, value, expected_revision=expected_revision,
-                                        ttl_seconds=ttl_seconds)
+                                        ttl_seconds=ttl_seconds, persist=persist)
 
     async def update(self, key: str, fn: Callable[[Any], Any | Awaitable[Any]], *,
                      timeout: float = 10.0, attempts: int | None = None) -> Any:
@@ -373,6 +375,9 @@ async def connect(url: str | None = None, *, namespace: str = "default",
         InvalidIdError: the namespace or principal is not a valid id.
         PermissionDeniedError: ``principal`` is not the authenticated ACL user.
         EvictionPolicyError: the server may evict keys (see ``allow_eviction``).
+        InvalidArgumentError: ``durability="replica"`` where no replica is
+            connected (``memory://``, or a primary without one), which no
+            write could satisfy.
         LibraryVersionError: the server holds a newer Lua library.
         ServerNotFoundError: no URL and no embedded server binary.
         UnavailableError: no node answered within ``connect_timeout`` (on a
@@ -405,6 +410,7 @@ async def connect(url: str | None = None, *, namespace: str = "default",
         capabilities = await detect_capabilities(client, backend, loaded.version)
         functions = Functions(client)
         if durability == "replica":
+            await check_replicas(client, namespace, backend, redact(resolved))
             functions.replicas = 1
             functions.replica_timeout_ms = max(1, round(replica_timeout * 1000))
         connection = Connection(client, functions, namespace, who, search=capabilities.search)

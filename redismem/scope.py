@@ -119,7 +119,7 @@ class MemoryScope:
                 for name, (raw, revision) in zip(names, found, strict=True)}
 
     async def set(self, key: str, value: Any, *, expected_revision: int | None = None,
-                  ttl_seconds: float | None = None) -> int:
+                  ttl_seconds: float | None = None, persist: bool = False) -> int:
         """Write ``value`` (anything JSON-serialisable) and return its new revision.
 
         Args:
@@ -127,20 +127,25 @@ class MemoryScope:
             value: the value, at most the namespace's ``max_value_bytes`` as JSON.
             expected_revision: write only if the stored revision is this one
                 (0 = only when absent); None writes unconditionally.
-            ttl_seconds: expire the key after this many seconds; None = never.
+            ttl_seconds: expire the key this many seconds from now; None keeps
+                the key's expiry (a new key gets none), as every write does.
+            persist: remove the key's expiry (not with ``ttl_seconds``).
 
         Raises:
             ConflictError: the stored revision is not ``expected_revision``.
             InvalidArgumentError: (or a subclass) a bound is violated.
         """
         check.check_key(key)
+        ttl = check.ttl_arg(ttl_seconds, persist)
         item = (key, check.canonical_json(value, self._conn.max_value_bytes),
                 check.expected_arg(expected_revision))
-        return (await self._write("value", [item], check.ttl_arg(ttl_seconds)))[0]
+        return (await self._write("value", [item], ttl))[0]
 
     async def set_many(self, mapping: Mapping[str, Any], *, ttl_seconds: float | None = None,
-                       atomic: bool = True) -> dict[str, int]:
-        """Write several values; returns key -> revision.
+                       persist: bool = False, atomic: bool = True) -> dict[str, int]:
+        """Write several values; returns key -> revision. ``ttl_seconds`` and
+        ``persist`` apply to every key, as in ``set``: by default each keeps
+        its own expiry.
 
         With ``atomic`` (the default) all are written in one call or none
         is: at most 1,000 items and the namespace's ``max_call_bytes``.
@@ -154,11 +159,11 @@ class MemoryScope:
         """
         if atomic:
             check.batch_size(len(mapping))
+        ttl = check.ttl_arg(ttl_seconds, persist)
         items = [(check.check_key(key), check.canonical_json(value, self._conn.max_value_bytes), "")
                  for key, value in mapping.items()]
         if not items:
             return {}
-        ttl = check.ttl_arg(ttl_seconds)
         revisions: list[int] = []
         for part in self._calls(items, "value", limits.MAX_BATCH, atomic):
             revisions += await self._write("value", part, ttl)
@@ -261,19 +266,19 @@ class MemoryScope:
                 continue
             return new
 
-    async def _modify(self, key: str, op: str, operand: str, ttl_seconds: float | None,
+    async def _modify(self, key: str, op: str, operand: str, ttl: str,
                       max_items: str = "") -> tuple[int, bytes]:
-        ttl = "KEEPTTL" if ttl_seconds is None else check.ttl_arg(ttl_seconds)
         return await self._conn.functions.modify_value(
             *self._scope_args(), ttl, self._conn.principal, key, op, operand, max_items,
             self._token())
 
-    async def incr(self, key: str, by: int = 1, *, ttl_seconds: float | None = None
-                   ) -> MemoryValue:
+    async def incr(self, key: str, by: int = 1, *, ttl_seconds: float | None = None,
+                   persist: bool = False) -> MemoryValue:
         """Add ``by`` to the integer at ``key`` (absent = 0) in one server-side
         call: concurrent increments never conflict and none is lost. The
         result stays within +-(2**53 - 1), the integers every JSON reader
-        holds exactly. ``ttl_seconds`` sets the expiry; None keeps the key's.
+        holds exactly. ``ttl_seconds`` sets the expiry; None keeps the key's;
+        ``persist`` removes it.
 
         Returns:
             The new value and its revision.
@@ -284,18 +289,19 @@ class MemoryScope:
                 would leave the range.
         """
         check.check_key(key)
+        ttl = check.ttl_arg(ttl_seconds, persist)
         if isinstance(by, bool) or not isinstance(by, int) or abs(by) > limits.MAX_REVISION:
             raise InvalidArgumentError(
                 f"by must be an integer within +-{limits.MAX_REVISION}, got {by!r}")
-        revision, text = await self._modify(key, "incr", str(by), ttl_seconds)
+        revision, text = await self._modify(key, "incr", str(by), ttl)
         return MemoryValue(int(text), revision, True)
 
     async def append(self, key: str, item: Any, *, max_items: int | None = None,
-                     ttl_seconds: float | None = None) -> int:
+                     ttl_seconds: float | None = None, persist: bool = False) -> int:
         """Append ``item`` to the list at ``key`` (absent = []) in one
         server-side call, keeping only the last ``max_items`` (a capped log);
         concurrent appends never conflict. ``ttl_seconds`` sets the expiry;
-        None keeps the key's.
+        None keeps the key's; ``persist`` removes it.
 
         Returns:
             The new revision.
@@ -305,22 +311,23 @@ class MemoryScope:
             ValueTooLargeError: the list would exceed ``max_value_bytes``.
         """
         check.check_key(key)
+        ttl = check.ttl_arg(ttl_seconds, persist)
         if max_items is not None and (isinstance(max_items, bool) or not isinstance(
                 max_items, int) or not 1 <= max_items <= limits.MAX_APPEND_ITEMS):
             raise InvalidArgumentError(
                 f"max_items must be between 1 and {limits.MAX_APPEND_ITEMS}, got {max_items!r}")
         text = check.canonical_json(item, self._conn.max_value_bytes)
-        revision, _ = await self._modify(key, "append", text, ttl_seconds,
+        revision, _ = await self._modify(key, "append", text, ttl,
                                          "" if max_items is None else str(max_items))
         return revision
 
     async def merge(self, key: str, patch: Mapping[str, Any], *,
-                    ttl_seconds: float | None = None) -> int:
+                    ttl_seconds: float | None = None, persist: bool = False) -> int:
         """Apply an RFC 7386 JSON merge patch to the object at ``key`` (absent,
         or not an object = {}) in one server-side call: members of ``patch``
         replace those of the value, nested objects merge, None deletes.
         Concurrent merges never conflict. ``ttl_seconds`` sets the expiry;
-        None keeps the key's.
+        None keeps the key's; ``persist`` removes it.
 
         Returns:
             The new revision.
@@ -331,11 +338,12 @@ class MemoryScope:
                 stored value together (write such a value with ``set``).
         """
         check.check_key(key)
+        ttl = check.ttl_arg(ttl_seconds, persist)
         if not isinstance(patch, Mapping):
             raise InvalidArgumentError(f"patch must be a dict, got {type(patch).__name__}")
         check.check_merge_patch(patch)
         text = check.canonical_json(dict(patch), self._conn.max_value_bytes)
-        revision, _ = await self._modify(key, "merge", text, ttl_seconds)
+        revision, _ = await self._modify(key, "merge", text, ttl)
         return revision
 
     async def keys(self, prefix: str | None = None, cursor: str | None = None,
@@ -417,10 +425,11 @@ class MemoryScope:
     async def set_vector(self, key: str, embedding: Any,
                          metadata: Mapping[str, Any] | None = None, *,
                          expected_revision: int | None = None,
-                         ttl_seconds: float | None = None) -> int:
+                         ttl_seconds: float | None = None, persist: bool = False) -> int:
         """Store an embedding (stored as float32) with JSON metadata; returns the
         vector's revision. Vector keys have revisions of their own, apart from
-        value keys of the same name, with the same compare-and-set rules.
+        value keys of the same name, with the same compare-and-set and
+        expiry rules (``ttl_seconds``, ``persist``: as ``set``).
 
         Raises:
             InvalidVectorError: dimension not 1..4096, a component not finite,
@@ -428,15 +437,16 @@ class MemoryScope:
             InvalidMetadataError: metadata not a JSON object of at most 16 KiB.
             ConflictError: the stored revision is not ``expected_revision``.
         """
+        ttl = check.ttl_arg(ttl_seconds, persist)
         blob, dim = V.embedding_bytes(embedding)
         item = (check.check_key(key), blob, V.metadata_json(metadata),
                 check.expected_arg(expected_revision))
         await V.ensure_scope_indexes(self._conn, [dim])
-        return (await self._write("vector", [item], check.ttl_arg(ttl_seconds)))[0]
+        return (await self._write("vector", [item], ttl))[0]
 
     async def set_vectors(self, items: Iterable[VectorItem] | Mapping[str, Any], *,
-                          ttl_seconds: float | None = None, atomic: bool = True
-                          ) -> dict[str, int]:
+                          ttl_seconds: float | None = None, persist: bool = False,
+                          atomic: bool = True) -> dict[str, int]:
         """Store vectors: ``(key, embedding)`` or ``(key, embedding, metadata)``
         tuples, or a mapping of key to embedding. Returns key -> revision.
 
@@ -445,12 +455,15 @@ class MemoryScope:
         vector is indexed inside the call) and ``max_call_bytes``.
         ``atomic=False`` is for bulk loads: as many calls as the bounds
         need, each atomic; a failure leaves the calls before it written.
+        ``ttl_seconds`` and ``persist`` apply to every vector, as in
+        ``set_vector``: by default each keeps its own expiry.
 
         Raises:
             InvalidVectorError, InvalidMetadataError, InvalidArgumentError: as
                 ``set_vector``; nothing is written.
             RequestTooLargeError: ``atomic`` and the items exceed a bound.
         """
+        ttl = check.ttl_arg(ttl_seconds, persist)
         pairs = list(items.items()) if isinstance(items, Mapping) else list(items)
         if atomic:
             check.batch_size(len(pairs))
@@ -470,7 +483,6 @@ class MemoryScope:
             raise RequestTooLargeError(
                 f"the call writes {len(prepared)} vectors, the limit (max_call_vectors) is "
                 f"{most}; pass atomic=False to write them in several calls")
-        ttl = check.ttl_arg(ttl_seconds)
         await V.ensure_scope_indexes(self._conn, dims)
         revisions: list[int] = []
         for part in self._calls(prepared, "vector", most, atomic):

@@ -318,15 +318,28 @@ class RedisMemoryStore:
     # long-term memory
 
     async def upsert_long_term_memory(self, memory: LongTermMemory, *,
-                                      embedding: Sequence[float] | None = None) -> None:
+                                      embedding: Sequence[float] | None = None,
+                                      expected_updated_at: int | None = None) -> bool:
         """Create or replace a memory atomically, with an optional embedding.
+        The newer record wins: a stored memory whose ``updated_at`` is later
+        than ``memory.updated_at`` is kept (False), else it is written (True).
+
+        Args:
+            expected_updated_at: compare-and-set: write only when the stored
+                memory's ``updated_at`` is this one (0 = only when absent),
+                so two workers that read the same memory cannot overwrite
+                each other's change blindly.
 
         Raises:
+            ConflictError: the stored ``updated_at`` is not
+                ``expected_updated_at`` (``.expected``, ``.actual``: 0 when
+                absent); nothing is written.
             InvalidMemoryError: the record is malformed.
             InvalidVectorError: the embedding is invalid or its dimension differs
                 from the namespace's memory embeddings.
         """
-        await self._upsert(memory, embedding, newer=False)
+        return await self._upsert(memory, embedding, newer=False,
+                                  expected=check.expected_arg(expected_updated_at)) >= 0
 
     async def restore_long_term_memory(self, memory: LongTermMemory, *,
                                        embedding: Sequence[float] | None = None) -> bool:
@@ -335,7 +348,7 @@ class RedisMemoryStore:
         return await self._upsert(memory, embedding, newer=True) >= 0
 
     async def _upsert(self, memory: LongTermMemory, embedding: Sequence[float] | None, *,
-                      newer: bool) -> int:
+                      newer: bool, expected: str = "") -> int:
         record = memory_json(memory)
         user = user_key(memory.user_id)
         blob = b""
@@ -345,7 +358,7 @@ class RedisMemoryStore:
         await self._ensure_text_index()
         ns = self.namespace
         return await self.memory._conn.functions.upsert_memory(ns, user, memory.id, record, blob,
-                                                               newer=newer)
+                                                               newer=newer, expected=expected)
 
     async def delete_long_term_memory(self, user_id: str | None, memory_id: str) -> None:
         """Delete a memory (nothing happens when it is absent)."""

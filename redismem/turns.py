@@ -108,6 +108,7 @@ class Turn:
         self.lost: TurnLostError | None = None
         self._ttl_ms = ttl_ms
         self._released = False
+        self._ended = False  # released: a renewal still in flight says nothing
         self._renewer: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
@@ -139,8 +140,8 @@ class Turn:
         """End the turn and wake the next waiter; stops the background
         renewal, and this task's writes no longer carry the token. Returns
         False when the turn was no longer this holder's (lost) or was
-        released already."""
-        self._stop_renewing()
+        released already. When it returns, no renewal of this turn runs."""
+        await self._stop_renewing()
         if token_arg(self._conn.namespace, self.scope, self.scope_id) == str(self.token):
             _carry(self._conn.namespace, self.scope, self.scope_id, None)
         if self._released:
@@ -156,23 +157,34 @@ class Turn:
         if self._renewer is None:
             self._renewer = asyncio.get_running_loop().create_task(self._renewing())
 
-    def _stop_renewing(self) -> None:
-        if self._renewer is not None:
-            self._renewer.cancel()
-            self._renewer = None
+    async def _stop_renewing(self) -> None:
+        """Stop the background renewal and wait until it has: a renewal in
+        flight must not outlive the turn (and report it lost while this
+        worker holds its next turn)."""
+        self._ended = True
+        task, self._renewer = self._renewer, None
+        if task is None or task is asyncio.current_task():
+            return
+        task.cancel()
+        await asyncio.wait([task])  # raises only when this task is cancelled
 
     async def _renewing(self) -> None:
         interval = self._ttl_ms / 3000
-        while True:
+        while not self._ended:
             await asyncio.sleep(interval)
+            if self._ended:
+                return
             try:
                 await self.renew()
             except TurnLostError as exc:
-                log.warning("%s", exc)
+                if not self._ended:
+                    log.warning("%s", exc)
                 return
             except (RedisError, RedisMemError, OSError) as exc:
                 # a lost connection or a restarting server: try again sooner,
                 # while the turn may still be held
+                if self._ended:
+                    return
                 log.warning("could not renew turn %d of %s:%s (%s); trying again", self.token,
                             self.scope, self.scope_id, exc)
                 interval = self._ttl_ms / 10000

@@ -65,13 +65,23 @@ class MemoryChangeEvent:
     Attributes:
         sequence: the event's place in the namespace's gap-free sequence.
         scope, scope_id, key: what changed.
-        kind: ``value`` or ``vector``.
-        action: ``set`` or ``delete``.
+        kind: ``value``, ``vector`` or ``turn`` (a session's or workflow's
+            turn: ``key`` is the holder id, ``revision`` the token).
+        action: ``set``, ``incr``, ``append``, ``merge`` or ``delete`` (a
+            value); ``set`` or ``delete`` (a vector); ``acquire``,
+            ``release`` or ``expire`` (a turn).
         revision: the key's revision after the change (a delete takes one too).
         principal: who made the change.
         created_at: server time of the change, UTC.
-        value: the new value, for a value set whose JSON is at most 65,536 bytes.
-        value_omitted: True when the value was larger and must be reread.
+        value: the new value, for a value ``set`` or ``incr`` whose JSON is
+            at most 65,536 bytes.
+        value_omitted: True when a value change does not carry the new
+            value, which must be reread: it was larger, or the change was an
+            ``append`` or a ``merge`` (they carry ``delta`` instead).
+        delta: what an ``incr`` added (an integer), what an ``append``
+            appended (the item), or the patch a ``merge`` applied, when its
+            JSON is at most 65,536 bytes.
+        delta_omitted: True when the delta was larger.
         error: why the entry is not a change event the library wrote (a raw
             XADD by a credential holding it), else None; its other fields
             hold what could be read.
@@ -88,6 +98,8 @@ class MemoryChangeEvent:
     created_at: datetime
     value: Any = None
     value_omitted: bool = False
+    delta: Any = None
+    delta_omitted: bool = False
     error: str | None = None
 
 

@@ -16,6 +16,7 @@ import redis
 from click.testing import CliRunner
 
 import redismem
+from redismem import keys as K
 from redismem import library
 from redismem.cli import main
 from redismem.server import ServerState
@@ -86,6 +87,33 @@ def test_value_commands(redis_url: str, ns: str) -> None:
     assert out.output.strip() == "deleted"
     out = runner.invoke(main, ["get", *base, "--scope", "session:s1", "notes"])
     assert out.output.strip() == "(absent)"
+
+
+@pytest.mark.parametrize(("command", "key", "args"), [
+    (["set"], "notes", ['["b"]']), (["incr"], "hits", []), (["append"], "log", ['"b"']),
+    (["merge"], "profile", ['{"b": 1}']), (["vectors", "set"], "blue", ["[0, 1]"])])
+def test_writes_keep_the_expiry_unless_told(redis_url: str, ns: str, command: list[str],
+                                            key: str, args: list[str]) -> None:
+    """Every write command keeps the key's expiry; --ttl sets one, --persist
+    removes it, and both together are a usage error."""
+    runner = CliRunner()
+    base = ["--url", redis_url, "--namespace", ns, "--scope", "session:s1"]
+    first = {"notes": '["a"]', "hits": "1", "log": '["a"]', "profile": '{"a": 1}',
+             "blue": "[1, 0]"}[key]
+    kind = "vector" if command[0] == "vectors" else "value"
+    item = (K.vector if kind == "vector" else K.value)(ns, "session", "s1", key)
+    done = runner.invoke(main, [*command, *base, "--ttl", "3600", key,
+                                *([first] if command != ["incr"] else [])])
+    assert done.exit_code == 0, done.output
+    with redis.Redis.from_url(redis_url) as client:
+        at = client.pexpiretime(item)
+        assert at > 0
+        assert runner.invoke(main, [*command, *base, key, *args]).exit_code == 0
+        assert client.pexpiretime(item) == at
+        both = runner.invoke(main, [*command, *base, "--ttl", "5", "--persist", key, *args])
+        assert both.exit_code == 2 and "give --ttl or --persist, not both" in both.output
+        assert runner.invoke(main, [*command, *base, "--persist", key, *args]).exit_code == 0
+        assert client.pttl(item) == -1
 
 
 def test_errors_are_one_line(redis_url: str, ns: str) -> None:

@@ -99,7 +99,7 @@ async def test_thirty_namespaces_over_every_shard_stay_correct_and_apart(
             assert (await scope.keys()).keys == ["b", "k", "n"]
             page = await mem.changes(after=0)
             assert [(e.key, e.action, e.revision) for e in page.items] == [
-                ("k", "set", 1), ("a", "set", 1), ("b", "set", 1), ("n", "set", 1),
+                ("k", "set", 1), ("a", "set", 1), ("b", "set", 1), ("n", "incr", 1),
                 ("a", "delete", 2)]
             assert {e.value for e in page.items if e.key == "k"} == {ns}
             seen = [e.key async for e in _take(mem.watch("*", after=3), 2)]

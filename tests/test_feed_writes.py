@@ -62,3 +62,56 @@ async def test_batch_writes_one_event_per_item_in_order(mem: redismem.Memory) ->
     entries = await feed(mem)
     assert [fields[b"key"] for _, fields in entries] == [b"b", b"a", b"c"]
     assert [entry_id for entry_id, _ in entries] == [b"1-0", b"2-0", b"3-0"]
+
+
+def _entry_bytes(fields: dict[bytes, bytes]) -> int:
+    return sum(len(name) + len(text) for name, text in fields.items())
+
+
+async def test_an_append_records_its_item_not_the_list(mem: redismem.Memory) -> None:
+    """An append to a 1,000-item list (about 23 KB) writes an event of a
+    few hundred bytes: the item appended, never the whole list (each used
+    to carry the list, so a 6 KB log made a 1.3 MB feed)."""
+    scope = mem.session("s-1")
+    await scope.set("log", [f"log entry number {i:05d}" for i in range(1000)])
+    assert len((await scope.get_many(["log"]))["log"].value) == 1000
+    size_before = int(await mem.client.get(K.feed_size(mem.namespace)))
+    revision = await scope.append("log", {"note": "one more"})
+    (_, first), (_, fields) = await feed(mem)
+    assert _entry_bytes(first) > 23_000  # the set carried the list
+    assert _entry_bytes(fields) < 1024, fields
+    assert fields[b"action"] == b"append" and fields[b"delta"] == b'{"note":"one more"}'
+    assert b"value" not in fields and fields[b"rev"] == str(revision).encode()
+    assert fields[b"fmt"] == b"2"
+    assert int(await mem.client.get(K.feed_size(mem.namespace))) - size_before < 1024
+    page = await mem.changes(after=1)
+    (event,) = page.items
+    assert (event.action, event.delta, event.value, event.value_omitted) == (
+        "append", {"note": "one more"}, None, True)
+
+
+async def test_incr_and_merge_record_their_operation(mem: redismem.Memory) -> None:
+    scope = mem.session("s-1")
+    await scope.incr("hits", 5)
+    await scope.incr("hits", -2)
+    await scope.merge("profile", {"name": "Ana", "city": "Porto"})
+    await scope.merge("profile", {"city": None})
+    await scope.set("plain", 1)
+    events = (await mem.changes(after=0)).items
+    assert [(e.action, e.value, e.value_omitted, e.delta) for e in events] == [
+        ("incr", 5, False, 5), ("incr", 3, False, -2),
+        ("merge", None, True, {"city": "Porto", "name": "Ana"}),
+        ("merge", None, True, {"city": None}),
+        ("set", 1, False, None)]
+    assert [e.revision for e in events] == [1, 2, 1, 2, 1]
+
+
+async def test_a_large_delta_is_omitted(mem: redismem.Memory) -> None:
+    scope = mem.global_scope()
+    await scope.append("log", "x" * (limits.FEED_VALUE_BYTES - 2))
+    await scope.append("log", "x" * (limits.FEED_VALUE_BYTES - 1))
+    (_, fits), (_, omitted) = await feed(mem)
+    assert len(fits[b"delta"]) == limits.FEED_VALUE_BYTES and b"delta_omitted" not in fits
+    assert b"delta" not in omitted and omitted[b"delta_omitted"] == b"1"
+    events = (await mem.changes(after=0)).items
+    assert [(e.delta_omitted, e.value_omitted) for e in events] == [(False, True), (True, True)]

@@ -279,8 +279,8 @@ async def test_incr_append_merge(mem: redismem.Memory) -> None:
     await scope.merge("fresh", {"k\u00e9y\n": "v\"", "a": None})
     assert (await scope.get("fresh")).value == {"k\u00e9y\n": 'v"'}
     events = [fields for _, fields in await mem.client.xrange(K.feed(mem.namespace))]
-    assert events[-1][b"value"] == '{"kéy\\n":"v\\""}'.encode()
-    assert events[1][b"value"] == b"-4"
+    assert events[-1][b"delta"] == '{"a":null,"kéy\\n":"v\\""}'.encode()  # the patch
+    assert events[1][b"value"] == b"-4" and events[1][b"delta"] == b"-5"
 
 
 async def test_modify_refuses_wrong_types_and_changes_nothing(mem: redismem.Memory) -> None:

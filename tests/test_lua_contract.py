@@ -344,7 +344,7 @@ async def test_flushall_keeps_functions(lone_client: Any) -> None:
 
 FIXED_ARITY = {"create_session": 3, "delete_memory": 3, "delete_value": 8, "delete_vector": 8,
                "events_since": 5, "get_config": 1, "list_keys": 7, "recent_events": 4,
-               "trim_feed": 2, "upsert_memory": 6, "modify_value": 11, "turn_acquire": 7,
+               "trim_feed": 2, "upsert_memory": 7, "modify_value": 11, "turn_acquire": 7,
                "turn_release": 6, "turn_renew": 7}
 
 

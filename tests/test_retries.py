@@ -8,11 +8,16 @@ happened and retries it.
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+import redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 import redismem
@@ -21,6 +26,7 @@ from redismem.retries import RETRIES
 from redismem.server import ServerState
 
 from .faults.proxy import Proxy, is_fcall
+from .helpers import BareRedis
 
 
 class Losing:
@@ -104,8 +110,8 @@ async def test_set_many_incr_append_delete_with_lost_replies_apply_once(
         scope = mem.session("s")
         assert (await scope.get("n")).value == 10
         assert (await scope.get("log")).value == ["x"]
-        assert await events(mem) == [("a", "set", 1), ("b", "set", 1), ("n", "set", 1),
-                                     ("n", "set", 2), ("log", "set", 1), ("a", "delete", 2),
+        assert await events(mem) == [("a", "set", 1), ("b", "set", 1), ("n", "incr", 1),
+                                     ("n", "incr", 2), ("log", "append", 1), ("a", "delete", 2),
                                      ("v", "set", 1), ("v", "delete", 2)]
 
 
@@ -143,17 +149,55 @@ def test_only_a_write_on_a_closed_connection_is_taken_for_a_lost_one() -> None:
     assert not closed_writer(raised("None.writelines([])", "/app/worker.py"))
 
 
-async def test_durability_replica_without_a_replica_says_the_write_happened_but_unconfirmed(
+async def test_durability_replica_is_refused_where_no_replica_could_confirm(
         redis_url: str, ns: str) -> None:
-    async with await redismem.connect(redis_url, namespace=ns, durability="replica",
-                                      replica_timeout=0.05) as mem:
-        scope = mem.session("s")
-        with pytest.raises(redismem.NotReplicatedError) as info:
-            await scope.set("k", "v")
-        assert info.value.reply == [1] and (info.value.wanted, info.value.confirmed) == (1, 0)
-        assert "applied on the primary" in str(info.value)
-        assert await scope.get("k") == redismem.MemoryValue("v", 1, True)
-        with pytest.raises(redismem.ConflictError):  # a refusal is still a refusal
-            await scope.set("k", "w", expected_revision=0)
+    """Without a replica every write would wait replica_timeout and fail:
+    connect() says so at once, and what to do."""
+    for url in (redis_url, "memory://"):
+        with pytest.raises(redismem.InvalidArgumentError, match=r"no (connected )?replica") as info:
+            await redismem.connect(url, namespace=ns, durability="replica")
+        assert 'durability="primary"' in str(info.value) and "replicaof" in str(info.value)
     with pytest.raises(redismem.InvalidArgumentError):
         await redismem.connect(redis_url, namespace=ns, durability="quorum")
+
+
+def _replicating(primary: BareRedis) -> bool:
+    with redis.Redis(port=primary.port) as client:
+        info = client.info("replication")
+        return int(info.get("connected_slaves", 0)) >= 1 and info.get("slave0", {}).get(
+            "state") == "online"
+
+
+async def test_a_write_a_paused_replica_does_not_confirm_says_it_happened_unconfirmed(
+        tmp_path: Path, ns: str) -> None:
+    primary = BareRedis(tmp_path / "primary", "--save", "")
+    replica = BareRedis(tmp_path / "replica", "--save", "", "--replicaof", "127.0.0.1",
+                        str(primary.port))
+    for server in (primary, replica):
+        server.directory.mkdir()
+        server.start()
+    try:
+        deadline = asyncio.get_running_loop().time() + 30
+        while not _replicating(primary):
+            assert asyncio.get_running_loop().time() < deadline, "the replica never synced"
+            await asyncio.sleep(0.05)
+        async with await redismem.connect(primary.url, namespace=ns, durability="replica",
+                                          replica_timeout=0.2) as mem:
+            scope = mem.session("s")
+            assert await scope.set("k", "v") == 1  # confirmed by the replica
+            assert replica.process is not None
+            os.kill(replica.process.pid, signal.SIGSTOP)
+            try:
+                with pytest.raises(redismem.NotReplicatedError) as info:
+                    await scope.set("k", "w")
+                assert info.value.reply == [2]
+                assert (info.value.wanted, info.value.confirmed) == (1, 0)
+                assert "applied on the primary" in str(info.value)
+                assert await scope.get("k") == redismem.MemoryValue("w", 2, True)
+                with pytest.raises(redismem.ConflictError):  # a refusal is still a refusal
+                    await scope.set("k", "x", expected_revision=0)
+            finally:
+                os.kill(replica.process.pid, signal.SIGCONT)
+    finally:
+        replica.stop()
+        primary.stop()

@@ -188,6 +188,43 @@ async def test_text_search_ranks_by_bm25(store: RedisMemoryStore) -> None:
     assert [m.id for m in found] == ["thrice", "once"]
 
 
+async def test_an_upsert_keeps_the_newer_memory(store: RedisMemoryStore) -> None:
+    """docs/python-api.md: "an upsert keeps the newer". A record older than
+    the stored one is not written (False) and changes nothing; one as new or
+    newer replaces it (True)."""
+    assert await store.upsert_long_term_memory(ltm("m", "second", updated=20)) is True
+    before = await snapshot(store.memory)
+    assert await store.upsert_long_term_memory(ltm("m", "first", updated=10)) is False
+    assert await snapshot(store.memory) == before
+    assert [m.text for m in await store.list_long_term_memories("user-123")] == ["second"]
+    assert await store.upsert_long_term_memory(ltm("m", "again", updated=20)) is True
+    assert await store.upsert_long_term_memory(ltm("m", "third", updated=30)) is True
+    assert [m.text for m in await store.list_long_term_memories("user-123")] == ["third"]
+
+
+async def test_memories_take_compare_and_set(store: RedisMemoryStore) -> None:
+    """Two workers read the same memory and both change it: with
+    expected_updated_at the second is refused instead of overwriting the
+    first's change blindly."""
+    assert await store.upsert_long_term_memory(ltm("m", "v1", updated=10),
+                                               expected_updated_at=0) is True
+    with pytest.raises(redismem.ConflictError) as refused:
+        await store.upsert_long_term_memory(ltm("m", "again", updated=11), expected_updated_at=0)
+    assert (refused.value.expected, refused.value.actual, refused.value.key) == (0, 10, "m")
+    read = (await store.list_long_term_memories("user-123"))[0]
+    assert await store.upsert_long_term_memory(ltm("m", "worker A", updated=20),
+                                               expected_updated_at=read.updated_at) is True
+    before = await snapshot(store.memory)
+    with pytest.raises(redismem.ConflictError, match="expected 10 actual 20"):
+        await store.upsert_long_term_memory(ltm("m", "worker B", updated=21),
+                                            expected_updated_at=read.updated_at)
+    assert await snapshot(store.memory) == before
+    assert [m.text for m in await store.list_long_term_memories("user-123")] == ["worker A"]
+    with pytest.raises(redismem.InvalidRevisionError):
+        await store.upsert_long_term_memory(ltm("m", "x", updated=30), expected_updated_at=-1)
+    assert await snapshot(store.memory) == before
+
+
 async def test_long_term_vector_search(store: RedisMemoryStore) -> None:
     rng = np.random.default_rng(1)
     vectors = {f"m{i}": rng.normal(size=8) for i in range(20)}

@@ -38,13 +38,67 @@ async def test_expired_key_is_absent_unlisted_and_silent(mem: redismem.Memory) -
     assert await scope.set("gone", 4, expected_revision=0) == 2
 
 
-async def test_set_without_ttl_clears_expiry(mem: redismem.Memory) -> None:
+# every write of a value or vector, as (kind, call): the call writes key "k"
+# of scope with the expiry arguments it is given
+WRITES = {
+    "set": ("value", lambda scope, **e: scope.set("k", 2, **e)),
+    "set_many": ("value", lambda scope, **e: scope.set_many({"k": 2, "new": 1}, **e)),
+    "incr": ("value", lambda scope, **e: scope.incr("k", **e)),
+    "append": ("value", lambda scope, **e: scope.append("k", 2, **e)),
+    "merge": ("value", lambda scope, **e: scope.merge("k", {"a": 2}, **e)),
+    "set_vector": ("vector", lambda scope, **e: scope.set_vector("k", [1.0, 2.0], **e)),
+    "set_vectors": ("vector", lambda scope, **e: scope.set_vectors({"k": [1.0, 2.0]}, **e)),
+}
+FIRST = {"set": 1, "set_many": 1, "incr": 1, "append": [1], "merge": {"a": 1}}
+
+
+@pytest.mark.parametrize("write", sorted(WRITES))
+async def test_every_write_keeps_the_expiry_unless_told(mem: redismem.Memory, write: str) -> None:
+    """A write without ttl_seconds keeps the key's expiry (a plain set
+    dropped it, so the README's session notes never expired); ttl_seconds
+    sets a new one; persist=True removes it; both at once are refused."""
+    kind, call = WRITES[write]
     scope = mem.session("s")
-    await scope.set("k", 1, ttl_seconds=0.05)
-    await scope.set("k", 2)
-    await asyncio.sleep(0.1)
-    assert await scope.get("k") == redismem.MemoryValue(2, 2, True)
-    assert await scope.list_keys() == ["k"]
+    ns = mem.namespace
+    item = K.value(ns, "session", "s", "k") if kind == "value" else K.vector(
+        ns, "session", "s", "k")
+    expiry = K.expiry(ns, kind, "session", "s")
+
+    async def first(ttl: float) -> None:
+        if kind == "value":
+            await scope.set("k", FIRST[write], ttl_seconds=ttl)
+        else:
+            await scope.set_vector("k", [1.0, 0.0], ttl_seconds=ttl)
+
+    await first(3600)
+    at = await mem.client.pexpiretime(item)
+    assert at > 0 and await mem.client.zscore(expiry, "k") == at
+    await call(scope)
+    assert await mem.client.pexpiretime(item) == at  # kept, and its record with it
+    assert await mem.client.zscore(expiry, "k") == at
+
+    await call(scope, ttl_seconds=7200)
+    later = await mem.client.pexpiretime(item)
+    assert later > at and await mem.client.zscore(expiry, "k") == later
+
+    with pytest.raises(redismem.InvalidTTLError, match="not both"):
+        await call(scope, ttl_seconds=60, persist=True)
+    assert await mem.client.pexpiretime(item) == later  # refused: nothing changed
+
+    await call(scope, persist=True)
+    assert await mem.client.pttl(item) == -1
+    assert await mem.client.zscore(expiry, "k") is None
+
+
+async def test_the_readme_program_keeps_its_notes_expiring(mem: redismem.Memory) -> None:
+    """The README's first program: set with ttl_seconds=3600, then a
+    compare-and-set, an update and an incr. The notes still expire."""
+    notes = mem.session("s-42")
+    rev = await notes.set("notes", ["pack passports"], ttl_seconds=3600)
+    await notes.set("notes", ["pack passports", "visa"], expected_revision=rev)
+    await notes.update("notes", lambda v: (v or []) + ["check visa"])
+    ttl = await mem.client.pttl(K.value(mem.namespace, "session", "s-42", "notes"))
+    assert 3_500_000 < ttl <= 3_600_000
 
 
 async def test_update_keeps_expiry(mem: redismem.Memory) -> None:

@@ -29,7 +29,9 @@
           max_merge_members), WRONG_TYPE (incr of a value
           that is not an integer, append to one that is not a list),
           REVISION_LIMIT, FEED_CORRUPT, STALE_TURN, TURN_CORRUPT
-  Feed: one "set" event carrying the new value.                          ]]
+  Feed: one event of action incr (the new value and the increment), append
+        (the appended item) or merge (the patch): never the whole list or
+        object (lib/50_feed.lua).                                          ]]
 
 local function new_value(op, stored, operand, max_items)
   if op == 'incr' then
@@ -119,7 +121,11 @@ local function modify_value(keys, args)
   end
   local revision = plan_revision(w, key, current)
   begin_writes(w)
-  plan_event(w, key, 'set', revision, json)
+  if op == 'incr' then
+    plan_event(w, key, op, revision, json, int_string(operand))
+  else
+    plan_event(w, key, op, revision, nil, args[10])
+  end
   start_writing(w)
   store_entry(w, value_key, key, current > 0, revision, {'v', json})
   finish_entries(w)

@@ -6,14 +6,20 @@
   ARGV[4] record: canonical JSON of LongTermMemory (id, user_id, scope,
           data, text, tags, metadata, created_at, updated_at)
   ARGV[5] embedding: float32 little-endian bytes, '' = none
-  ARGV[6] optional: 'newer' keeps a stored record whose updated_at is the
-          same or later (an import)
-  Reply: 1 when created, 0 when replaced, -1 when kept ('newer').
+  ARGV[6] optional: '' (an upsert) keeps a stored record whose updated_at
+          is later; 'newer' (an import) keeps one whose updated_at is the
+          same or later
+  ARGV[7] optional: the expected updated_at of the stored record ('' =
+          any, '0' = only when absent): compare-and-set
+  Reply: 1 when created, 0 when replaced, -1 when the stored record was
+         kept (it is newer).
   Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_KEY, INVALID_MEMORY, REQUEST_TOO_LARGE,
-          INVALID_VECTOR (also a dimension other than the namespace's)     ]]
+          INVALID_VECTOR (also a dimension other than the namespace's),
+          INVALID_REVISION (ARGV[7] not a count), REVISION_CONFLICT (the
+          stored updated_at is not the expected one)                        ]]
 
 local function upsert_memory(keys, args)
-  count_args(args, 5, 'namespace, user, memory id, record, embedding[, newer]', 6)
+  count_args(args, 5, 'namespace, user, memory id, record, embedding[, newer[, expected]]', 7)
   local c = {ns = check_id('namespace', args[1])}
   local user = check_user(args[2])
   local id = check_key(args[3])
@@ -27,6 +33,7 @@ local function upsert_memory(keys, args)
   if args[6] ~= nil and args[6] ~= '' and args[6] ~= 'newer' then
     fail('INVALID_ARGUMENT', "ARGV[6] must be 'newer' or empty, got " .. show(args[6]))
   end
+  local expected = parse_expected(args[7] or '')
   local dim = nil
   if args[5] ~= '' then
     dim = check_embedding(args[5])
@@ -37,11 +44,13 @@ local function upsert_memory(keys, args)
     end
   end
 
-  if args[6] == 'newer' then
-    local stored = tonumber(redis.call('HGET', memory_key, 'upd'))
-    if stored and stored >= m.updated_at then
-      return -1
-    end
+  -- a stored updated_at that is not a number (a raw write) counts as 0:
+  -- any record replaces it
+  local raw = redis.call('HGET', memory_key, 'upd')
+  local stored = raw and (#raw <= 16 and string.find(raw, '^%d+$') and tonumber(raw) or 0)
+  check_expected(id, expected, stored or 0)
+  if stored and (stored > m.updated_at or (args[6] == 'newer' and stored == m.updated_at)) then
+    return -1
   end
   local created = redis.call('DEL', memory_key) == 0 and 1 or 0
   local fields = {'rec', args[4], 'text', m.text, '_u', to_hex(user), '_s', to_hex(m.scope),

@@ -2,6 +2,6 @@
   to any Lua file. redismem/functions.py reads LIBRARY_VERSION from this file.
   KEYS: none   ARGV: none   Reply: integer   Errors: none                 ]]
 
-local LIBRARY_VERSION = 30
+local LIBRARY_VERSION = 31
 
 register('redismem_version', function() return LIBRARY_VERSION end, true)

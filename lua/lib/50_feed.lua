@@ -1,8 +1,12 @@
 --[[ feed: the namespace change feed. One XADD to rm:{ns}:feed with entry id
   <sequence>-0 per change, in the same call as the change, and rm:{ns}:seq
-  set to the last sequence, so the sequence has no gaps. Entry fields:
-  scope, sid, key, kind, action, rev, by, ts, and either value (canonical
-  JSON of at most feed_value_bytes) or omitted=1. Vector and delete events
+  set to the last sequence, so the sequence has no gaps. Entry fields
+  (event format FEED_FORMAT, docs/change-feed.md): scope, sid, key, kind,
+  action, rev, by, ts, fmt; a value set or incr adds either value (the new
+  value's JSON, at most feed_value_bytes) or omitted=1; an incr, append or
+  merge adds either delta (the increment, the appended item, the merge
+  patch; at most feed_value_bytes) or delta_omitted=1, and an append or a
+  merge never carries the whole value. Vector, delete and turn events
   carry neither.
   Writes run in two phases. prepare_feed reads the counter and the feed's
   size before anything is written, and plan_event records each change's
@@ -24,6 +28,11 @@
   read the feed (a worker) leaves trimming to the others.                 ]]
 
 local EVENT_OVERHEAD = 64
+
+-- The event format: 2 since library version 31 (incr, append and merge
+-- are actions of their own, with their delta); format 1 had no fmt field
+-- and recorded them as set with the whole value.
+local FEED_FORMAT = '2'
 
 local REPAIR = ' (an operator restores it: redismem repair-feed --namespace <ns>)'
 
@@ -68,19 +77,30 @@ local function event_bytes(fields)
   return total
 end
 
--- Record the event of one change; publish appends it.
-local function plan_event(w, key, action, revision, json)
+-- Add `name` = `text` to an event's fields when it is at most
+-- feed_value_bytes, else `omitted` = 1.
+local function bounded_field(fields, name, text, omitted)
+  if #text <= LIMITS.feed_value_bytes then
+    fields[#fields + 1] = name
+    fields[#fields + 1] = text
+  else
+    fields[#fields + 1] = omitted
+    fields[#fields + 1] = '1'
+  end
+end
+
+-- Record the event of one change; publish appends it. `json`: the new
+-- value it carries (nil: none); `delta`: what an incr, append or merge
+-- applied (nil: none).
+local function plan_event(w, key, action, revision, json, delta)
   local fields = {'scope', w.c.scope, 'sid', w.c.sid, 'key', key, 'kind', w.kind,
                   'action', action, 'rev', int_string(revision), 'by', w.principal,
-                  'ts', int_string(w.now)}
+                  'ts', int_string(w.now), 'fmt', FEED_FORMAT}
   if json then
-    if #json <= LIMITS.feed_value_bytes then
-      fields[#fields + 1] = 'value'
-      fields[#fields + 1] = json
-    else
-      fields[#fields + 1] = 'omitted'
-      fields[#fields + 1] = '1'
-    end
+    bounded_field(fields, 'value', json, 'omitted')
+  end
+  if delta then
+    bounded_field(fields, 'delta', delta, 'delta_omitted')
   end
   w.events[#w.events + 1] = fields
 end

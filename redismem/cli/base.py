@@ -153,6 +153,23 @@ def scoped_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def expiry_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--ttl and --persist, the expiry of a write: by default the key keeps
+    its own (a new key gets none)."""
+    fn = click.option("--persist", is_flag=True,
+                      help="Remove the key's expiry (default: keep it).")(fn)
+    return click.option("--ttl", type=click.FloatRange(min=0, min_open=True), default=None,
+                        help="Expire this many seconds from now (default: the key keeps "
+                        "its expiry; a new key gets none).")(fn)
+
+
+def expiry(ttl: float | None, persist: bool) -> dict[str, Any]:
+    """The expiry arguments of a write, from --ttl and --persist."""
+    if ttl is not None and persist:
+        raise click.UsageError("give --ttl or --persist, not both")
+    return {"ttl_seconds": ttl, "persist": persist}
+
+
 def scope_of(mem: Memory, spec: str) -> MemoryScope:
     """The scope ``--scope KIND[:ID]`` names; a usage error when it names none."""
     problem = _scope_problem(spec)

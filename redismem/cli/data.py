@@ -20,6 +20,8 @@ from ..memory import Memory
 from ..types import MemoryChangeEvent
 from .base import (
     emit,
+    expiry,
+    expiry_options,
     iso_ms,
     json_arg,
     json_option,
@@ -47,8 +49,7 @@ async def get_cmd(mem: Memory, scope_spec: str, key: str, as_json: bool) -> None
 
 @main.command("set")
 @scoped_options
-@click.option("--ttl", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Expire after this many seconds.")
+@expiry_options
 @click.option("--expected-revision", type=click.IntRange(min=0), default=None,
               help="Write only if the key is at this revision (0: only if absent).")
 @click.option("--string", "as_string", is_flag=True,
@@ -59,8 +60,8 @@ async def get_cmd(mem: Memory, scope_spec: str, key: str, as_json: bool) -> None
 @click.argument("value", required=False)
 @with_memory
 async def set_cmd(mem: Memory, scope_spec: str, key: str, value: str | None, ttl: float | None,
-                  expected_revision: int | None, as_string: bool, from_file: str | None,
-                  as_json: bool) -> None:
+                  persist: bool, expected_revision: int | None, as_string: bool,
+                  from_file: str | None, as_json: bool) -> None:
     """Write KEY = VALUE. VALUE is JSON ('{"a": 1}', '"text"', 3); with
     --string, any text. VALUE - reads standard input; --file F reads F
     (for values past the shell's argument limit)."""
@@ -74,27 +75,22 @@ async def set_cmd(mem: Memory, scope_spec: str, key: str, value: str | None, ttl
     else:
         text, what = str(value), "VALUE"
     parsed = text if as_string else json_arg(text, what, hint="; --string stores text as is")
-    revision = await scope_of(mem, scope_spec).set(key, parsed, ttl_seconds=ttl,
+    revision = await scope_of(mem, scope_spec).set(key, parsed, **expiry(ttl, persist),
                                                  expected_revision=expected_revision)
     emit({"key": key, "revision": revision}, as_json, lambda d: f"revision {d['revision']}")
-
-
-ttl_keep_option = click.option(
-    "--ttl", type=float, default=None,
-    help="Set the key's expiry to this many seconds (default: keep the key's expiry).")
 
 
 @main.command("incr")
 @scoped_options
 @click.option("--by", type=int, default=1, show_default=True, help="The integer to add.")
-@ttl_keep_option
+@expiry_options
 @click.argument("key")
 @with_memory
 async def incr_cmd(mem: Memory, scope_spec: str, key: str, by: int, ttl: float | None,
-                   as_json: bool) -> None:
+                   persist: bool, as_json: bool) -> None:
     """Add --by to the integer at KEY (absent = 0) in one server-side call:
     concurrent increments never conflict."""
-    got = await scope_of(mem, scope_spec).incr(key, by=by, ttl_seconds=ttl)
+    got = await scope_of(mem, scope_spec).incr(key, by=by, **expiry(ttl, persist))
     emit({"key": key, "value": got.value, "revision": got.revision}, as_json,
           lambda d: f"{d['value']} (revision {d['revision']})")
 
@@ -103,30 +99,30 @@ async def incr_cmd(mem: Memory, scope_spec: str, key: str, by: int, ttl: float |
 @scoped_options
 @click.option("--max-items", type=int, default=None,
               help="Keep only the last N items (a capped log).")
-@ttl_keep_option
+@expiry_options
 @click.argument("key")
 @click.argument("item")
 @with_memory
 async def append_cmd(mem: Memory, scope_spec: str, key: str, item: str, max_items: int | None,
-                     ttl: float | None, as_json: bool) -> None:
+                     ttl: float | None, persist: bool, as_json: bool) -> None:
     """Append ITEM (JSON) to the list at KEY (absent = []) in one server-side call."""
     revision = await scope_of(mem, scope_spec).append(key, json_arg(item, "ITEM"),
-                                                    max_items=max_items, ttl_seconds=ttl)
+                                                    max_items=max_items, **expiry(ttl, persist))
     emit({"key": key, "revision": revision}, as_json, lambda d: f"revision {d['revision']}")
 
 
 @main.command("merge")
 @scoped_options
-@ttl_keep_option
+@expiry_options
 @click.argument("key")
 @click.argument("patch")
 @with_memory
 async def merge_cmd(mem: Memory, scope_spec: str, key: str, patch: str, ttl: float | None,
-                    as_json: bool) -> None:
+                    persist: bool, as_json: bool) -> None:
     """Apply PATCH (a JSON object; null deletes a member) to the object at KEY
     as an RFC 7386 merge patch, in one server-side call."""
     revision = await scope_of(mem, scope_spec).merge(key, json_arg(patch, "PATCH"),
-                                                   ttl_seconds=ttl)
+                                                   **expiry(ttl, persist))
     emit({"key": key, "revision": revision}, as_json, lambda d: f"revision {d['revision']}")
 
 
@@ -191,13 +187,28 @@ def _event_dict(event: MemoryChangeEvent) -> dict[str, Any]:
     return data
 
 
+_DELTA_NAMES = {"incr": "by", "append": "item", "merge": "patch"}
+
+
+def _event_payload(event: MemoryChangeEvent) -> str:
+    """What a value event carries: ' = VALUE' (set), ' by N = VALUE'
+    (incr), ' item ITEM' (append), ' patch PATCH' (merge)."""
+    if event.kind != "value" or event.action == "delete" or event.error:
+        return ""
+    out = ""
+    name = _DELTA_NAMES.get(event.action)
+    if name:
+        out += f" {name} " + ("(omitted)" if event.delta_omitted else json.dumps(event.delta))
+    if event.action in ("set", "incr"):
+        out += " (value omitted)" if event.value_omitted else f" = {json.dumps(event.value)}"
+    return out
+
+
 def _event_line(event: MemoryChangeEvent) -> str:
     where = f"{event.scope}:{event.scope_id}"
-    value = "" if event.action == "delete" else (
-        " (value omitted)" if event.value_omitted else f" = {json.dumps(event.value)}")
     when = iso_ms(event.created_at.timestamp() * 1000)
     return (f"{event.sequence} {when} {event.action} {event.kind} {where} {event.key} "
-            f"rev {event.revision} by {event.principal}{value}")
+            f"rev {event.revision} by {event.principal}{_event_payload(event)}")
 
 
 def _from_option(_ctx: click.Context, _param: click.Parameter, text: str | None

@@ -10,6 +10,8 @@ import click
 from ..memory import Memory
 from .base import (
     emit,
+    expiry,
+    expiry_options,
     json_arg,
     main,
     scope_of,
@@ -28,19 +30,19 @@ def vectors() -> None:
 @scoped_options
 @click.option("--metadata", "metadata_json", default=None,
               help='A JSON object: \'{"colour": "blue"}\'.')
-@click.option("--ttl", type=float, default=None, help="Expire after this many seconds.")
+@expiry_options
 @click.option("--expected-revision", type=int, default=None, help="Write only at this revision.")
 @click.argument("key")
 @click.argument("embedding")
 @with_memory
 async def vectors_set(mem: Memory, scope_spec: str, key: str, embedding: str,
-                      metadata_json: str | None, ttl: float | None,
+                      metadata_json: str | None, ttl: float | None, persist: bool,
                       expected_revision: int | None, as_json: bool) -> None:
     """Store the vector KEY; EMBEDDING is a JSON array of numbers."""
     revision = await scope_of(mem, scope_spec).set_vector(
         key, json_arg(embedding, "EMBEDDING"),
         json_arg(metadata_json, "--metadata") if metadata_json else None,
-        expected_revision=expected_revision, ttl_seconds=ttl)
+        expected_revision=expected_revision, **expiry(ttl, persist))
     emit({"key": key, "revision": revision}, as_json, lambda d: f"revision {d['revision']}")
 
 

@@ -11,8 +11,8 @@ list of problems (empty = the guarantee held).
   read right after the restart.
 - ``threads``: every appended event is stored once, however often it was sent.
 
-Events are dicts with ``seq scope sid key kind action rev by value`` (value:
-the JSON text, or None).
+Events are dicts with ``seq scope sid key kind action rev by value delta``
+(value, delta: the JSON text, or None).
 """
 
 from __future__ import annotations
@@ -65,12 +65,12 @@ def linearizable_keys(ops: Sequence[Op], budget: int = 2_000_000) -> list[str]:
 
 
 def _op_of_event(event: Event) -> str | None:
-    """The call that wrote an event, when its value names it."""
-    if event["value"] is None:
+    """The call that wrote an event, when its value (a set) or its delta
+    (the item an append added, the patch of a merge) names it."""
+    text = event["delta"] if event["action"] in ("append", "merge") else event["value"]
+    if text is None:
         return None
-    value = json.loads(event["value"])
-    if isinstance(value, list) and value and isinstance(value[-1], dict):
-        value = value[-1]  # an append: the item it added is last
+    value = json.loads(text)
     return value.get("op") if isinstance(value, dict) else None
 
 
@@ -148,7 +148,7 @@ def feed(ops: Sequence[Op], events: Sequence[Event]) -> list[str]:
     for op in ops:
         if op.f in ("incr", "delete") or (op.f == "set" and _kind(op) == "vector"):
             target = (op.process, (_kind(op), op.args["scope"], op.args["key"]),
-                      "delete" if op.f == "delete" else "set")
+                      "set" if op.f == "set" else op.f)
             if op.outcome == UNKNOWN:
                 unknown[target] += 1
             elif op.outcome == OK and op.f == "delete" and op.result:

@@ -273,11 +273,16 @@ def _bindable(port: int | None) -> bool:
 
 
 def _event(e: redismem.MemoryChangeEvent) -> dict[str, Any]:
+    def text(x: Any) -> str:
+        return json.dumps(x, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
     value = None if e.value_omitted or e.action == "delete" or e.kind == "vector" else \
-        json.dumps(e.value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        text(e.value)
+    delta = None if e.delta_omitted or e.action not in ("incr", "append", "merge") else \
+        text(e.delta)
     return {"seq": e.sequence, "scope": e.scope, "sid": e.scope_id, "key": e.key,
             "kind": e.kind, "action": e.action, "rev": e.revision, "by": e.principal,
-            "value": value}
+            "value": value, "delta": delta}
 
 
 @dataclass

@@ -170,7 +170,8 @@ def call(name: str, f: str, outcome: str = OK, result: Any = None, **args: Any) 
 def event(seq: int, key: str, rev: int, op: str | None = None, action: str = "set",
           by: str = "p") -> dict[str, Any]:
     return {"seq": seq, "scope": "session", "sid": "hot", "key": key, "kind": "value",
-            "action": action, "rev": rev, "by": by, "value": value(op) if op else None}
+            "action": action, "rev": rev, "by": by, "value": value(op) if op else None,
+            "delta": None}
 
 
 def good_feed() -> tuple[list[Op], list[dict[str, Any]]]:
@@ -184,8 +185,8 @@ def good_feed() -> tuple[list[Op], list[dict[str, Any]]]:
            call("p-7", "incr", UNKNOWN, key="n", by=1),
            call("p-8", "update", result=value("p-8"), key="c", op="p-8")]
     events = [event(1, "a", 1, "p-1"), event(2, "a", 2, "p-2"), event(3, "b", 1, "p-2"),
-              event(4, "n", 1), event(5, "b", 2, action="delete"), event(6, "a", 3, "p-6"),
-              event(7, "n", 2), event(8, "c", 1, "p-8")]
+              event(4, "n", 1, action="incr"), event(5, "b", 2, action="delete"),
+              event(6, "a", 3, "p-6"), event(7, "n", 2, action="incr"), event(8, "c", 1, "p-8")]
     return ops, events
 
 
@@ -209,7 +210,7 @@ def test_feed_faults_are_each_caught() -> None:
         "contiguous": [events[0], events[1], event(3, "q", 1), {**events[2], "seq": 4},
                        *[{**e, "seq": e["seq"] + 1} for e in events[3:]]],
         "contiguous ": [e for e in events if e["seq"] != 3],
-        "no call explains": [*events, event(8, "n", 3)],
+        "no call explains": [*events, event(8, "n", 3, action="incr")],
         "delete events": [e for e in events if e["action"] != "delete"],
         "has no event": events[:-1],
     }
