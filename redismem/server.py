@@ -33,6 +33,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -47,7 +48,8 @@ from redis.retry import Retry
 from .errors import ServerNotFoundError, ServerStartError
 
 AppendFsync = Literal["always", "everysec"]
-DEFAULT_DATA_DIR = ".redismem"
+OLD_DATA_DIR = ".redismem"
+"""The data directory before version 0.2: in the working directory."""
 _STATE_FILE = "server.json"
 _SETTINGS_FILE = "settings.json"
 _PASSWORD_FILE = "password"
@@ -247,11 +249,35 @@ class ServerState:
         return f"redis://{auth}127.0.0.1:{self.port}/0"
 
 
+def user_data_dir() -> Path:
+    """The user's own data directory for redismem: ``$XDG_DATA_HOME/redismem``
+    (else ``~/.local/share/redismem``) on Linux and other Unixes,
+    ``~/Library/Application Support/redismem`` on macOS,
+    ``%LOCALAPPDATA%\\redismem`` on Windows."""
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / "redismem"
+    if sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
+        return Path(os.environ["LOCALAPPDATA"]) / "redismem"
+    xdg = os.environ.get("XDG_DATA_HOME", "")
+    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".local" / "share"
+    return base / "redismem"
+
+
+def default_data_dir() -> Path:
+    """Where the embedded server keeps its data when no directory is given:
+    ``REDISMEM_DATA_DIR``, else :func:`user_data_dir`, the same whatever
+    the working directory, so that every program of a user finds the same
+    server and memory."""
+    chosen = os.environ.get("REDISMEM_DATA_DIR")
+    return Path(chosen) if chosen else user_data_dir()
+
+
 class EmbeddedServer:
     """A ``redis-server`` owned by a data directory.
 
     Args:
-        data_dir: where the AOF, the log and ``server.json`` live.
+        data_dir: where the AOF, the log and ``server.json`` live (default
+            :func:`default_data_dir`).
         appendfsync: ``everysec`` or ``always`` (every write is on disk before
             it is acknowledged); default: what the data directory last ran
             with, else ``everysec``.
@@ -260,7 +286,7 @@ class EmbeddedServer:
 
     def __init__(self, data_dir: str | os.PathLike[str] | None = None, *,
                  appendfsync: AppendFsync | None = None, port: int | None = None) -> None:
-        self.data_dir = Path(data_dir or os.environ.get("REDISMEM_DATA_DIR", DEFAULT_DATA_DIR))
+        self.data_dir = Path(data_dir) if data_dir else default_data_dir()
         if appendfsync not in (None, "always", "everysec"):
             raise ValueError(f"appendfsync must be 'always' or 'everysec', got {appendfsync!r}")
         self.appendfsync = appendfsync
@@ -474,4 +500,10 @@ def ensure_running(data_dir: str | os.PathLike[str] | None = None, *,
         started.warning("started the embedded Redis server at redis://default:***@127.0.0.1:%d/0"
                         " (data and password in %s); it keeps running: stop it with "
                         "`redismem down`", state.port, embedded.data_dir.resolve())
+        old = Path(OLD_DATA_DIR)
+        if data_dir is None and (old / _STATE_FILE).exists() and (
+                old.resolve() != embedded.data_dir.resolve()):
+            started.warning("%s holds the data of an embedded server of an older redismem "
+                            "(it kept its data in the working directory); to use it, set "
+                            "REDISMEM_DATA_DIR=%s", old.resolve(), old.resolve())
     return state.url

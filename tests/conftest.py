@@ -22,7 +22,7 @@ import redis
 
 import redismem
 from redismem.library import bundled
-from redismem.server import EmbeddedServer, ServerState
+from redismem.server import EmbeddedServer, ServerState, user_data_dir
 
 from .cluster import LocalCluster
 from .helpers import BareRedis
@@ -43,6 +43,26 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("backend", ["redis", "memory", *cluster], indirect=True)
     elif "server" in metafunc.fixturenames and cluster:
         metafunc.parametrize("server", ["redis", *cluster], indirect=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def user_data_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The user's data directory, where the embedded server runs by default,
+    is a temporary one for the whole run (the tests and the programs they
+    start inherit it): nothing the tests start lands in the real home."""
+    saved = {name: os.environ.get(name) for name in ("XDG_DATA_HOME", "REDISMEM_DATA_DIR")}
+    home = tmp_path_factory.mktemp("xdg")
+    os.environ["XDG_DATA_HOME"] = str(home)
+    os.environ.pop("REDISMEM_DATA_DIR", None)
+    try:
+        yield home
+    finally:
+        EmbeddedServer(user_data_dir()).stop()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @pytest.fixture(scope="session")

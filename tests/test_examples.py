@@ -39,7 +39,7 @@ EXPECTED = {
 def scratch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     where = tmp_path_factory.mktemp("examples")
     yield where
-    EmbeddedServer(where / ".redismem").stop()
+    EmbeddedServer(where / "data").stop()
 
 
 def test_every_example_has_a_test() -> None:
@@ -49,9 +49,10 @@ def test_every_example_has_a_test() -> None:
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_example_runs_on_the_embedded_default(name: str, scratch: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "REDISMEM_URL"}
+    env["REDISMEM_DATA_DIR"] = str(scratch / "data")
     done = subprocess.run([sys.executable, str(EXAMPLES / name)], cwd=scratch, env=env,
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     for line in EXPECTED[name]:
         assert line in done.stdout, (line, done.stdout)
-    assert (scratch / ".redismem" / "server.json").exists()  # the embedded server ran
+    assert (scratch / "data" / "server.json").exists()  # the embedded server ran

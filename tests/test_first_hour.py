@@ -277,6 +277,49 @@ def test_a_script_that_starts_the_server_says_so(no_server: dict[str, str],
     assert "redismem down" in done.stderr
 
 
+def test_programs_in_any_directory_share_one_embedded_server(tmp_path: Path) -> None:
+    """Without REDISMEM_URL or REDISMEM_DATA_DIR the embedded server lives
+    in the user's data directory: programs started from two directories
+    share one server and one memory (it used to be ./.redismem, so a
+    program run from another directory quietly got a second, empty one)."""
+    import sys
+
+    home = tmp_path / "xdg"
+    env = {k: v for k, v in os.environ.items() if k not in ("REDISMEM_URL", "REDISMEM_DATA_DIR")}
+    env["XDG_DATA_HOME"] = str(home)
+    script = ("import asyncio, redismem\n"
+              "async def main():\n"
+              "    async with await redismem.connect() as mem:\n"
+              "        print((await mem.global_scope().incr('runs')).revision)\n"
+              "asyncio.run(main())\n")
+    places = [tmp_path / "a", tmp_path / "b", tmp_path / "old"]
+    for place in places:
+        place.mkdir()
+
+    def run(where: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", script], cwd=where, env=env,
+                              capture_output=True, text=True, timeout=120, check=False)
+
+    try:
+        first, second = run(places[0]), run(places[1])
+        assert (first.returncode, second.returncode) == (0, 0), first.stderr + second.stderr
+        assert (first.stdout, second.stdout) == ("1\n", "2\n")  # one memory
+        assert str(home / "redismem") in first.stderr  # said where, once
+        assert second.stderr == ""
+        assert not any((place / ".redismem").exists() for place in places)
+        assert (home / "redismem" / "server.json").exists()
+        # data an older version kept in ./.redismem is pointed at when the
+        # server starts, not used in silence
+        assert run_script("down", env={"XDG_DATA_HOME": str(home)}).returncode == 0
+        (places[2] / ".redismem").mkdir()
+        (places[2] / ".redismem" / "server.json").write_text("{}")
+        third = run(places[2])
+        assert third.returncode == 0 and third.stdout == "3\n", third.stderr
+        assert f"set REDISMEM_DATA_DIR={places[2] / '.redismem'}" in third.stderr
+    finally:
+        run_script("down", env={"XDG_DATA_HOME": str(home)})
+
+
 async def test_wording_of_bad_values(rmem: redismem.Memory) -> None:
     scope = rmem.global_scope()
     with pytest.raises(redismem.InvalidTTLError, match=r"at most .* persist=True removes"):

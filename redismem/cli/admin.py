@@ -40,9 +40,14 @@ from .base import (
     with_memory,
 )
 
+data_dir_option = click.option(
+    "--data-dir", default=None,
+    help="Data directory (default REDISMEM_DATA_DIR, else the user's data directory: "
+    "~/.local/share/redismem on Linux).")
+
 
 @main.command()
-@click.option("--data-dir", default=None, help="Data directory (default ./.redismem).")
+@data_dir_option
 @click.option("--appendfsync", type=click.Choice(["everysec", "always"]), default=None,
               help="AOF fsync policy (default everysec).")
 @json_option
@@ -61,7 +66,7 @@ def up(data_dir: str | None, appendfsync: Any, as_json: bool) -> None:
 
 
 @main.command()
-@click.option("--data-dir", default=None, help="Data directory (default ./.redismem).")
+@data_dir_option
 @json_option
 def down(data_dir: str | None, as_json: bool) -> None:
     """Stop the embedded server cleanly."""
