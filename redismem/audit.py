@@ -212,7 +212,8 @@ async def _dimension_counts(client: Any, vdims: str,
                       f"the scope holds {dict(sorted(dims.items()))}")
 
 
-_REPAIR = "run `redismem repair-feed --namespace NS`"
+def _repair(ns: str) -> str:
+    return f"run `redismem repair-feed --namespace {ns}`"
 
 
 async def _feed_state(client: Any, ns: str) -> AsyncIterator[Finding]:
@@ -221,7 +222,7 @@ async def _feed_state(client: Any, ns: str) -> AsyncIterator[Finding]:
     raw = await client.get(K.sequence(ns))
     if raw is not None and stored_count(raw, limits.MAX_SEQUENCE) is None:
         yield Finding(K.sequence(ns), f"holds {raw[:40]!r}, not a sequence of at most "
-                      f"{limits.MAX_SEQUENCE}: every write is refused; {_REPAIR}")
+                      f"{limits.MAX_SEQUENCE}: every write is refused; {_repair(ns)}")
     size = await client.get(K.feed_size(ns))
     if size is not None and stored_count(size, limits.MAX_FEED_BYTES_CEILING) is None:
         yield Finding(K.feed_size(ns), f"holds {size[:40]!r}, not a feed size of at most "
@@ -235,7 +236,7 @@ async def _feed_state(client: Any, ns: str) -> AsyncIterator[Finding]:
         head = (last if isinstance(last, bytes) else str(last).encode()).partition(b"-")[0]
         if int(head) > limits.MAX_SEQUENCE:
             yield Finding(K.feed(ns), f"its last id is {last!r}, past any sequence the "
-                          f"library writes: every write is refused; {_REPAIR}")
+                          f"library writes: every write is refused; {_repair(ns)}")
 
 
 async def audit(mem: Memory) -> AsyncIterator[Finding]:

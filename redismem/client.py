@@ -36,6 +36,7 @@ from . import server
 from .errors import (
     EvictionPolicyError,
     InvalidArgumentError,
+    InvalidUrlError,
     PermissionDeniedError,
     UnavailableError,
 )
@@ -246,9 +247,18 @@ async def open_client(url: str, *, cluster_timeout: float = CLUSTER_TIMEOUT,
         return _memory_client()
     scheme = url.split("://", 1)[0] if "://" in url else ""
     if scheme not in SCHEMES:
-        raise InvalidArgumentError(
+        raise InvalidUrlError(
             f"the URL {redact(url)!r} has no scheme redismem knows: use one of "
             f"{', '.join(s + '://' for s in SCHEMES)} or {MEMORY_URL}")
+    try:
+        if scheme in CLUSTER_SCHEMES:  # host:port,host:port,...
+            hosts = urlsplit(url).netloc.rpartition("@")[2].split(",")
+            for host in hosts:
+                urlsplit(f"redis://{host}").port  # noqa: B018 (it raises for a bad port)
+        else:
+            parse_url(url)
+    except ValueError as exc:
+        raise InvalidUrlError(f"the URL {redact(url)!r} does not parse: {exc}") from None
     bound = connect_timeout(timeout)
     # a cluster's slot map is read within cluster_timeout unless a bound was given
     cluster_bound = bound if timeout is not None else None

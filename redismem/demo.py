@@ -1,4 +1,5 @@
-"""The "sessions" example of the scoped-memory reference, on redismem.
+"""The "sessions" example of scoped memory (session, actor, workflow and
+global scopes), on redismem.
 
 A notebook agent appends notes to its session's memory, counts turns in the
 actor scope and notes in the global scope, and remembers the last note in the

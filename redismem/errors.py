@@ -21,6 +21,13 @@ class InvalidArgumentError(RedisMemError, ValueError):
     lua_reply = True
 
 
+class InvalidUrlError(InvalidArgumentError):
+    """A server URL (``url=``, ``--url``, ``REDISMEM_URL``) that does not
+    parse: an unknown scheme, a port out of range, a bad query option."""
+
+    code = "invalid_url"
+
+
 class InvalidIdError(InvalidArgumentError):
     """A namespace, scope id or principal is empty, too long or has ``:{}`` or space."""
 

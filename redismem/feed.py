@@ -30,14 +30,19 @@ one batch); a page may then come back short, with a cursor to go on from."""
 
 @dataclass(frozen=True)
 class EventFilter:
-    """Which events a reader wants: scope kind, scope id, key prefix, key patterns."""
+    """Which events a reader wants: scope kind, scope id, key prefix, key
+    patterns, and the kind of what changed (``value``, ``vector``, ``turn``:
+    a turn event's key is a holder id, which a key pattern may match too)."""
 
     scope: str | None = None
     scope_id: str | None = None
     prefix: str | None = None
     patterns: tuple[str, ...] = ()
+    kind: str | None = None
 
     def __call__(self, event: MemoryChangeEvent) -> bool:
+        if self.kind is not None and event.kind != self.kind:
+            return False
         if self.scope is not None and event.scope != self.scope:
             return False
         if self.scope_id is not None and event.scope_id != self.scope_id:
@@ -45,6 +50,17 @@ class EventFilter:
         if self.prefix and not event.key.startswith(self.prefix):
             return False
         return not self.patterns or any(fnmatch.fnmatchcase(event.key, p) for p in self.patterns)
+
+
+EVENT_KINDS = ("value", "vector", "turn")
+
+
+def kind_arg(kind: object) -> str | None:
+    """An event kind to filter on (None = every kind)."""
+    if kind is not None and kind not in EVENT_KINDS:
+        raise InvalidArgumentError(f"kind must be one of {', '.join(EVENT_KINDS)} or None, "
+                                   f"got {kind!r}")
+    return kind
 
 
 def patterns_arg(patterns: str | Iterable[str]) -> tuple[str, ...]:
@@ -128,12 +144,13 @@ async def current_sequence(client: Redis, ns: str) -> int:
     """The feed's last sequence: its counter, or the stream's last entry when
     the counter is not a number (it was overwritten; ``redismem repair-feed``
     sets it again)."""
-    raw = await client.get(K.sequence(ns))
-    try:
-        return int(raw or 0)
-    except ValueError:
-        last = cast(Entries, await client.xrevrange(K.feed(ns), count=1))
-        return int(last[0][0].split(b"-", 1)[0]) if last else 0
+    with refusals(K.feed(ns)):
+        raw = await client.get(K.sequence(ns))
+        try:
+            return int(raw or 0)
+        except ValueError:
+            last = cast(Entries, await client.xrevrange(K.feed(ns), count=1))
+            return int(last[0][0].split(b"-", 1)[0]) if last else 0
 
 
 async def oldest_sequence(client: Redis, ns: str) -> int:
@@ -144,7 +161,8 @@ async def oldest_sequence(client: Redis, ns: str) -> int:
     between the two reads can make the answer too low (caught later by the
     gap check of ``watch``), never too high (a cursor wrongly expired)."""
     last = await current_sequence(client, ns)
-    first = cast(Entries, await client.xrange(K.feed(ns), count=1))
+    with refusals(K.feed(ns)):
+        first = cast(Entries, await client.xrange(K.feed(ns), count=1))
     if first:
         return int(first[0][0].split(b"-", 1)[0])
     return last + 1
@@ -157,7 +175,7 @@ async def read_page(client: Redis, ns: str, after: int, limit: int | None,
     Raises:
         PermissionDeniedError: this credential may not read the feed (a worker).
     """
-    with refusals():
+    with refusals(K.feed(ns)):
         return await _read_page(client, ns, after, limit, wanted)
 
 
@@ -196,7 +214,7 @@ async def watch(client: Redis, ns: str, wanted: EventFilter, after: int | None, 
         CursorExpiredError: events after ``after`` were trimmed by retention.
         PermissionDeniedError: this credential may not read the feed (a worker).
     """
-    with refusals():
+    with refusals(K.feed(ns)):
         async for event in _watch(client, ns, wanted, after, interval, stop):
             yield event
 

@@ -10,6 +10,7 @@ of direct commands.
 from __future__ import annotations
 
 import contextlib
+import re
 import secrets
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
@@ -28,6 +29,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from . import keys as K
 from . import limits
 from .errors import (
+    ConflictError,
     CorruptEntryError,
     NotReplicatedError,
     PermissionDeniedError,
@@ -45,10 +47,29 @@ def function_missing(exc: ResponseError) -> bool:
     return "Function not found" in str(exc)
 
 
-def _mapped_error(exc: ResponseError, key: str | None = None) -> RedisMemError | ResponseError:
-    """Our exception for a Lua error reply, an ACL refusal or a key of the
-    wrong type, or ``exc`` itself when none of these."""
-    return from_reply(str(exc), key=key) or denied(exc) or wrong_type(exc, key) or exc
+def _mapped_error(exc: ResponseError, key: str | None = None, keys: Sequence[str] = ()
+                  ) -> RedisMemError | ResponseError:
+    """Our exception for a Lua error reply, an ACL refusal (of one of
+    ``keys``) or a key of the wrong type, or ``exc`` itself when none of
+    these."""
+    return (from_reply(str(exc), key=key) or denied(exc, keys)
+            or wrong_type(exc, key) or exc)
+
+
+_SHOWN_KEY = re.compile(r" key '(.*)'$", re.S)
+
+
+def _conflicting(names: Sequence[str], message: str) -> str | None:
+    """Which of a batch's keys a REVISION_CONFLICT message names (Lua shows
+    it quoted, cut to 80 bytes with ``...``)."""
+    found = _SHOWN_KEY.search(message)
+    if found is None:
+        return None
+    shown = found[1]
+    for name in names:
+        if name == shown or (shown.endswith("...") and name.startswith(shown[:-3])):
+            return name
+    return None
 
 
 def wrong_type(exc: ResponseError, key: str | None = None) -> CorruptEntryError | None:
@@ -66,24 +87,38 @@ _ACL_REFUSALS = ("NOPERM", "No permissions", "ACL failure")
 
 @contextlib.contextmanager
 def refusals(key: str | None = None) -> Iterator[None]:
-    """Raise PermissionDeniedError for an ACL refusal of a direct command,
-    CorruptEntryError for a key of the wrong type."""
+    """Raise PermissionDeniedError for an ACL refusal of a direct command
+    (on ``key``), CorruptEntryError for a key of the wrong type."""
     try:
         yield
     except ResponseError as exc:
-        mapped = denied(exc) or wrong_type(exc, key)
+        mapped = denied(exc, () if key is None else (key,)) or wrong_type(exc, key)
         if mapped is None:
             raise
         raise mapped from None
 
 
-def denied(exc: ResponseError) -> PermissionDeniedError | None:
+REACH = ("a namespace role reaches only its own namespace; a worker only its granted "
+         "sessions and workflows and its own actor scope, not the change feed, searches, "
+         "threads or long-term memories; a reader writes nothing (docs/access-control.md; "
+         "redismem status --namespace NS shows what this user may read)")
+"""What each role reaches, for the message of an ACL refusal."""
+
+
+def denied(exc: ResponseError, keys: Sequence[str] = ()) -> PermissionDeniedError | None:
     """PermissionDeniedError for an ACL refusal (a command or key the
-    credential may not use, directly or inside a function), else None."""
+    credential may not use, directly or inside a function), naming what
+    ``keys`` hold (the server does not say which it refused), else None."""
     text = str(exc)
-    if isinstance(exc, NoPermissionError) or text.startswith(_ACL_REFUSALS):
-        return PermissionDeniedError(f"the server's ACL refused this credential: {text}")
-    return None
+    if not (isinstance(exc, NoPermissionError) or text.startswith(_ACL_REFUSALS)):
+        return None
+    shown = list(dict.fromkeys(K.describe(k) for k in keys))
+    mine = [d for d in shown if not d.startswith("a principal's")]  # always its own
+    shown = mine or shown
+    target = ("" if not shown else f" on {shown[0]}" if len(shown) == 1 else
+              f" on one of: {', '.join(shown[:4])}" + (" ..." if len(shown) > 4 else ""))
+    return PermissionDeniedError(
+        f"the server's ACL refused this credential{target} ({text}): {REACH}")
 
 
 def _size(part: str | bytes | int) -> int:
@@ -174,7 +209,7 @@ class Functions:
         except ResponseError as exc:
             if function_missing(exc):
                 raise
-            raise _mapped_error(exc, key) from None
+            raise _mapped_error(exc, key, keys) from None
 
     async def _call_replicated(self, name: str, keys: Sequence[str],
                                args: Sequence[str | bytes | int], key: str | None) -> Any:
@@ -195,7 +230,7 @@ class Functions:
         if isinstance(reply, ResponseError):
             if function_missing(reply):
                 raise reply
-            raise _mapped_error(reply, key) from None
+            raise _mapped_error(reply, key, keys) from None
         if isinstance(reply, Exception):
             raise reply
         if isinstance(confirmed, Exception) or int(confirmed) < self.replicas:
@@ -267,7 +302,12 @@ class Functions:
         for item in items:
             args.extend(item)
         only = str(items[0][0]) if len(items) == 1 else None
-        reply = await self._call(_SET[kind], keys, args, key=only)
+        try:
+            reply = await self._call(_SET[kind], keys, args, key=only)
+        except ConflictError as exc:
+            if exc.key is None:
+                exc.key = _conflicting([str(item[0]) for item in items], str(exc))
+            raise
         return [int(revision) for revision in reply]
 
     async def delete_item(self, kind: K.Kind, ns: str, scope: str, sid: str, key: str,
@@ -311,10 +351,11 @@ class Functions:
         stored entry is checked by the caller either way. The key name is
         built by redismem.keys, so the library's schema check is not needed.
         """
+        key = K.value(ns, scope, sid, name)
         try:
-            raw, revision = await self._client.hmget(K.value(ns, scope, sid, name), ["v", "rev"])
+            raw, revision = await self._client.hmget(key, ["v", "rev"])
         except ResponseError as exc:
-            raise _mapped_error(exc, None) from None
+            raise _mapped_error(exc, None, [key]) from None
         try:  # as Lua's tonumber(rev) or 0: a revision that is no number reads as 0
             return raw, int(revision) if revision is not None else 0
         except ValueError:

@@ -319,3 +319,30 @@ def raw_key(ns: str, suffix: bytes) -> bytes:
     if text.startswith("thr:") and not text.endswith(":ev"):
         raise ValueError(f"a raw record restores a thread's events only, not {text[:80]!r}")
     return base(ns).encode() + suffix
+
+
+_SCOPED = {"keys": 2, "exp": 2, "rev": 2, "val": 1, "vec": 1, "vdims": 1, "turn": 1}
+"""Key families of one scope, and where the scope kind is among the parts
+after the namespace (``keys:val:<scope>:<sid>``, ``val:<scope>:<sid>:<key>``)."""
+_FAMILY_WORDS = {"feed": "the change feed", "seq": "the change feed", "feedsz": "the change feed",
+                 "thr": "the threads", "threads": "the threads", "sessions": "the threads",
+                 "ltm": "the long-term memories", "ltmz": "the long-term memories",
+                 "ltmusers": "the long-term memories", "ltmdim": "the long-term memories",
+                 "cfg": "the settings", "idx": "the search indexes", "scopes": "the scope registry",
+                 "turns": "the turn registry", "who": "a principal's request records"}
+
+
+def describe(key: str) -> str:
+    """What a key of the schema holds, in words: ``scope session:s-1 of
+    namespace team``, ``the change feed of namespace team``; the key itself
+    when it is not one of ours."""
+    ns = namespace_of(key)
+    if ns is None:
+        return repr(key)
+    parts = key[len(base(ns)):].split(":")
+    at = _SCOPED.get(parts[0])
+    if at is not None and len(parts) > at + 1 and parts[at] in ("session", "actor", "workflow",
+                                                                 "global"):
+        return f"scope {parts[at]}:{parts[at + 1]} of namespace {ns}"
+    words = _FAMILY_WORDS.get(parts[0])
+    return f"{words} of namespace {ns}" if words else repr(key)

@@ -232,18 +232,20 @@ class Memory:
     # change feed
 
     async def changes(self, after: int = 0, limit: int | None = None, prefix: str | None = None,
-                      scope: str | None = None) -> ChangePage:
-        """Change events of the whole namespace (or of one scope kind) after
-        sequence ``after``; see ``MemoryScope.changes``."""
-        wanted = feed.EventFilter(_scope_kind(scope), None, check.prefix_arg(prefix) or None)
+                      scope: str | None = None, kind: str | None = None) -> ChangePage:
+        """Change events of the whole namespace (or of one scope kind, or of
+        one kind of change) after sequence ``after``; see ``MemoryScope.changes``."""
+        wanted = feed.EventFilter(_scope_kind(scope), None, check.prefix_arg(prefix) or None,
+                                  kind=feed.kind_arg(kind))
         return await feed.read_page(self.client, self.namespace, after, limit, wanted)
 
     def watch(self, patterns: str | Iterable[str], scope: str | None = None,
-              after: int | None = 0, interval: float = 0.25, stop: feed.Stop = None
-              ) -> AsyncIterator[MemoryChangeEvent]:
-        """Events of the namespace (or one scope kind) whose key matches a pattern;
-        see ``MemoryScope.watch``."""
-        wanted = feed.EventFilter(_scope_kind(scope), None, None, feed.patterns_arg(patterns))
+              after: int | None = 0, interval: float = 0.25, stop: feed.Stop = None,
+              kind: str | None = None) -> AsyncIterator[MemoryChangeEvent]:
+        """Events of the namespace (or one scope kind, or one kind of change)
+        whose key matches a pattern; see ``MemoryScope.watch``."""
+        wanted = feed.EventFilter(_scope_kind(scope), None, None, feed.patterns_arg(patterns),
+                                  feed.kind_arg(kind))
         return feed.watch(self.client, self.namespace, wanted, after, interval, stop)
 
     def on_change(self, patterns: str | Iterable[str], scope: str | None = None,

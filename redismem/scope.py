@@ -141,8 +141,10 @@ class MemoryScope:
                 check.expected_arg(expected_revision))
         return (await self._write("value", [item], ttl))[0]
 
-    async def set_many(self, mapping: Mapping[str, Any], *, ttl_seconds: float | None = None,
-                       persist: bool = False, atomic: bool = True) -> dict[str, int]:
+    async def set_many(self, mapping: Mapping[str, Any], *,
+                       expected_revisions: Mapping[str, int] | None = None,
+                       ttl_seconds: float | None = None, persist: bool = False,
+                       atomic: bool = True) -> dict[str, int]:
         """Write several values; returns key -> revision. ``ttl_seconds`` and
         ``persist`` apply to every key, as in ``set``: by default each keeps
         its own expiry.
@@ -152,16 +154,29 @@ class MemoryScope:
         ``atomic=False`` is for bulk loads: as many calls as the bounds need,
         each atomic; a failure leaves the calls before it written.
 
+        Args:
+            expected_revisions: compare-and-set per key: key -> the revision
+                it must be at (0 = absent); keys not named are written
+                unconditionally. One stale revision refuses the whole call.
+
         Raises:
-            InvalidArgumentError: (or a subclass) a bound is violated, or more
-                than 1,000 items.
+            ConflictError: a key is not at its expected revision (``.key``);
+                nothing of the call was written.
+            InvalidArgumentError: (or a subclass) a bound is violated, more
+                than 1,000 items, or an expected revision names a key that
+                is not written.
             RequestTooLargeError: ``atomic`` and the items exceed ``max_call_bytes``.
         """
         if atomic:
             check.batch_size(len(mapping))
         ttl = check.ttl_arg(ttl_seconds, persist)
-        items = [(check.check_key(key), check.canonical_json(value, self._conn.max_value_bytes), "")
-                 for key, value in mapping.items()]
+        expected = dict(expected_revisions or {})
+        unknown = [key for key in expected if key not in mapping]
+        if unknown:
+            raise InvalidArgumentError(f"expected_revisions names keys that are not written: "
+                                       f"{unknown[:5]!r}")
+        items = [(check.check_key(key), check.canonical_json(value, self._conn.max_value_bytes),
+                  check.expected_arg(expected.get(key))) for key, value in mapping.items()]
         if not items:
             return {}
         revisions: list[int] = []
@@ -596,7 +611,7 @@ class MemoryScope:
                           conn.plans.docs[spec.name][0], matched, visited, ef)
 
     async def changes(self, after: int = 0, limit: int | None = None,
-                      prefix: str | None = None) -> ChangePage:
+                      prefix: str | None = None, kind: str | None = None) -> ChangePage:
         """This scope's change events after sequence ``after``, ascending.
 
         Args:
@@ -604,18 +619,22 @@ class MemoryScope:
                 page's ``next_cursor`` to go on.
             limit: at most this many events, 1..1000 (default 100).
             prefix: only keys starting with this.
+            kind: only changes of ``value``, ``vector`` or ``turn`` (a
+                turn event's key is a holder id, which a prefix may match).
 
         Returns:
             A ``ChangePage``; compare a saved cursor with ``oldest_sequence``
             to know whether retention trimmed events it had not seen.
         """
-        wanted = feed.EventFilter(self.scope, self.scope_id, check.prefix_arg(prefix) or None)
+        wanted = feed.EventFilter(self.scope, self.scope_id, check.prefix_arg(prefix) or None,
+                                  kind=feed.kind_arg(kind))
         return await feed.read_page(self._conn.client, self._conn.namespace, after, limit, wanted)
 
     def watch(self, patterns: str | Iterable[str], after: int | None = 0,
-              interval: float = 0.25, stop: feed.Stop = None
+              interval: float = 0.25, stop: feed.Stop = None, kind: str | None = None
               ) -> AsyncIterator[MemoryChangeEvent]:
-        """Yield this scope's events whose key matches any shell-style pattern.
+        """Yield this scope's events whose key matches any shell-style pattern
+        (and, with ``kind``, only changes of ``value``, ``vector`` or ``turn``).
 
         Blocks on the stream (XREAD BLOCK): an event arrives as soon as it is
         written. ``interval`` bounds one blocking read, after which ``stop``
@@ -625,5 +644,6 @@ class MemoryScope:
         Raises:
             CursorExpiredError: events after ``after`` were trimmed.
         """
-        wanted = feed.EventFilter(self.scope, self.scope_id, None, feed.patterns_arg(patterns))
+        wanted = feed.EventFilter(self.scope, self.scope_id, None, feed.patterns_arg(patterns),
+                                  feed.kind_arg(kind))
         return feed.watch(self._conn.client, self._conn.namespace, wanted, after, interval, stop)

@@ -292,9 +292,17 @@ class RedisMemoryStore:
 
     # state: revisioned values in the thread's session scope
 
-    async def put_state(self, thread_id: str, key: str, value: JsonValue) -> None:
-        """Store state ``key`` of a thread (a revisioned value of its session scope)."""
-        await self.memory.session(thread_id).set(key, value)
+    async def put_state(self, thread_id: str, key: str, value: JsonValue, *,
+                        expected_revision: int | None = None,
+                        ttl_seconds: float | None = None, persist: bool = False) -> int:
+        """Store state ``key`` of a thread (a revisioned value of its session
+        scope); returns its new revision. ``expected_revision``,
+        ``ttl_seconds`` and ``persist`` work as in ``MemoryScope.set``: a
+        compare-and-set (ConflictError when another writer came first), an
+        expiry, its removal (by default the state keeps its expiry)."""
+        return await self.memory.session(thread_id).set(
+            key, value, expected_revision=expected_revision, ttl_seconds=ttl_seconds,
+            persist=persist)
 
     async def get_state(self, thread_id: str, key: str) -> JsonValue | None:
         """State ``key`` of a thread, or None."""

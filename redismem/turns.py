@@ -32,6 +32,7 @@ from . import limits
 from ._connection import Connection
 from .errors import InvalidArgumentError, RedisMemError, TurnLostError, TurnTimeoutError
 from .feed import block_seconds
+from .functions import refusals
 from .records import time_ms
 
 log = logging.getLogger("redismem.turns")
@@ -284,7 +285,19 @@ async def states(client: Any, ns: str, scope: str | None = None, scope_id: str |
     turn ever granted in the namespace, from its registry), ``scope``,
     ``scope_id``, ``token`` (the latest), ``holder`` and ``principal`` (None
     when nobody holds it), ``expires_at`` (epoch ms, None when free) and
-    ``waiters`` (queued waiters whose lease has not passed)."""
+    ``waiters`` (queued waiters whose lease has not passed).
+
+    Raises:
+        PermissionDeniedError: this credential may not read the turns (a
+            worker reads only those of its granted scopes).
+    """
+    target = K.turn(ns, scope, scope_id) if scope and scope_id else K.turns(ns)
+    with refusals(target):
+        return await _states(client, ns, scope, scope_id)
+
+
+async def _states(client: Any, ns: str, scope: str | None, scope_id: str | None
+                  ) -> list[dict[str, Any]]:
     if scope is not None and scope_id is not None:
         named = [(scope, scope_id)]
     else:

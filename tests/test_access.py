@@ -447,6 +447,33 @@ async def test_roles_through_the_python_api(world: World) -> None:
             await writer.trim_feed()
 
 
+async def test_a_refusal_names_what_was_refused_and_what_the_role_reaches(
+        world: World) -> None:
+    """Every ACL refusal is PermissionDeniedError (permission_denied on the
+    command line, never a raw NoPermissionError), naming the scope or key
+    family refused and what each role reaches: Redis itself says only "no
+    permissions to access one of the keys"."""
+    async with await redismem.connect(world.url(WK), namespace=world.a) as worker:
+        with pytest.raises(redismem.PermissionDeniedError) as info:
+            await worker.session("s2").set("k", 1)
+        assert f"scope session:s2 of namespace {world.a}" in str(info.value)
+        assert "a worker only its granted sessions and workflows" in str(info.value)
+        with pytest.raises(redismem.PermissionDeniedError, match="the change feed of namespace"):
+            await worker.changes(after=0)
+        with pytest.raises(redismem.PermissionDeniedError, match=f"scope session:s2 of namespace "
+                                                                  f"{world.a}"):
+            await worker.session("s2").get("k")
+    for args, what in ((["changes"], "the change feed"), (["turns"], "the turn registry"),
+                       (["get", "--scope", "session:s2", "k"], "scope session:s2"),
+                       (["set", "--scope", "session:s2", "k", "1"], "scope session:s2")):
+        done = run_script(*args, "--namespace", world.a, "--json", url=world.url(WK))
+        assert done.returncode == 1, (args, done.stderr)
+        error = json.loads(done.stderr)
+        assert error["error"] == "permission_denied", (args, error)
+        assert f"{what} of namespace {world.a}" in error["message"], (args, error)
+        assert "a worker only" in error["message"]
+
+
 QUERY_SYNTAX = ["x | @_sc:{*}", "*", "x) | (*", "@_meta:{*}", "{x}", "\\", "x\" | \"*",
                 "-x", "%x%", "x=>[KNN 100 @emb $v]"]
 

@@ -86,7 +86,7 @@ def test_value_commands(redis_url: str, ns: str) -> None:
     out = runner.invoke(main, ["del", *base, "--scope", "session:s1", "notes"])
     assert out.output.strip() == "deleted"
     out = runner.invoke(main, ["get", *base, "--scope", "session:s1", "notes"])
-    assert out.output.strip() == "(absent)"
+    assert out.output == ""  # absent: nothing printed into a pipe
 
 
 @pytest.mark.parametrize(("command", "key", "args"), [
@@ -130,8 +130,43 @@ def test_errors_are_one_line(redis_url: str, ns: str) -> None:
         assert done.stderr.startswith("Error: ")
     refused = run_script("status", "--url", "redis://127.0.0.1:1/0",  # one attempt, not 10 s
                          env={"REDISMEM_CONNECT_TIMEOUT": "0"})
-    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert refused.returncode == 5 and "Traceback" not in refused.stderr
     assert "127.0.0.1:1 did not answer" in refused.stderr and "Error 111" in refused.stderr
+
+
+def test_exit_codes_tell_usage_conflict_and_unavailable_apart(
+        redis_url: str, bare_redis: str, ns: str, tmp_path: Path) -> None:
+    """2 usage (a URL that does not parse, an empty password file), 4 a
+    write conflict, 5 no server answered, 1 any other refusal; and none of
+    them an "unexpected" error."""
+    def run(*args: str, url: str = redis_url) -> subprocess.CompletedProcess[str]:
+        done = run_script(*args, "--json", url=url, env={"REDISMEM_CONNECT_TIMEOUT": "0"})
+        assert "unexpected" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+        return done
+
+    def code(done: subprocess.CompletedProcess[str]) -> str:
+        return str(json.loads(done.stderr)["error"])
+
+    bad_port = run("status", url="redis://127.0.0.1:99999/0")
+    assert bad_port.returncode == 2 and code(bad_port) == "invalid_url"
+    assert "Port" in bad_port.stderr or "port" in bad_port.stderr
+    conflict = run("set", "--namespace", ns, "k", "1", "--expected-revision", "5")
+    assert conflict.returncode == 4 and code(conflict) == "revision_conflict"
+    unreachable = run("get", "--namespace", ns, "k", url="redis://127.0.0.1:1/0")
+    assert unreachable.returncode == 5 and code(unreachable) == "unavailable"
+    empty = tmp_path / "empty.pw"
+    empty.write_text("")
+    no_password = run("users", "add", "u1", "--role", "reader", "--namespace", ns,
+                      "--password-file", str(empty), url=bare_redis)
+    assert no_password.returncode == 2 and str(empty) in no_password.stderr
+    assert "first line must be a password" in no_password.stderr
+    ghost = run("users", "remove", "ghost", url=bare_redis)
+    assert ghost.returncode == 1 and "no ACL user 'ghost'" in ghost.stderr
+    # an absent key prints nothing into a pipe (so | wc -l counts)
+    absent = run_script("get", "--namespace", ns, "missing", url=redis_url)
+    assert absent.returncode == 0 and absent.stdout == ""
+    status = run_script("status", url=bare_redis)
+    assert "though it has 1 ACL user\n" in status.stdout
 
 
 def test_load_functions(redis_url: str) -> None:
@@ -221,7 +256,7 @@ def test_vector_commands(redis_url: str, ns: str) -> None:
     out = runner.invoke(main, ["vectors", "delete", *base, "red"])
     assert out.output.strip() == "deleted"
     out = runner.invoke(main, ["vectors", "get", *base, "red"])
-    assert out.output.strip() == "(absent)"
+    assert out.output == ""  # absent: nothing printed into a pipe
     bad = run_script("vectors", "search", *base, "[0, 0, 0]")
     assert bad.returncode == 1 and bad.stderr.startswith("Error: InvalidVectorError")
     bad = run_script("vectors", "search", *base, "not json")

@@ -158,7 +158,7 @@ def test_a_value_must_be_json_unless_string_and_can_come_from_stdin_or_a_file(
     broken = run_script("set", *s, "k", '{"a":', url=redis_url)
     assert broken.returncode == 2 and "VALUE is not valid JSON" in broken.stderr
     assert "--string" in broken.stderr
-    assert run_script("get", *s, "k", url=redis_url).stdout.strip() == "(absent)"
+    assert run_script("get", *s, "k", url=redis_url).stdout == ""  # absent: nothing in a pipe
     assert run_script("set", *s, "k", '{"a":', "--string", url=redis_url).returncode == 0
     assert json.loads(run_script("get", *s, "k", "--json", url=redis_url).stdout)["value"] == (
         '{"a":')
@@ -191,7 +191,7 @@ def test_exit_codes_and_json_errors(redis_url: str, ns: str, tmp_path: Path) -> 
     assert run_script("set", *s, "k", "1", url=redis_url).returncode == 0
     conflict = run_script("set", *s, "k", "2", "--expected-revision", "7", "--json",
                           url=redis_url)
-    assert conflict.returncode == 1 and conflict.stdout == ""
+    assert conflict.returncode == 4 and conflict.stdout == ""  # 4: a write conflict
     error = json.loads(conflict.stderr)
     assert error["error"] == "revision_conflict" and "ConflictError" in error["message"]
     too_big = run_script("set", *s, "k", "--file", str(big), url=redis_url)

@@ -18,6 +18,7 @@ PUBLIC = {
     "EvictionPolicyError", "FeedCorruptError", "InvalidArgumentError", "InvalidCursorError",
     "InvalidEventError", "InvalidExportError", "InvalidIdError", "InvalidKeyError",
     "InvalidMemoryError", "InvalidMetadataError", "InvalidRevisionError", "InvalidTTLError",
+    "InvalidUrlError",
     "InvalidValueError", "InvalidVectorError", "LibraryDigestError", "LibraryVersionError",
     "NotReplicatedError", "PermissionDeniedError", "RequestTooLargeError", "RevisionLimitError",
     "ServerNotFoundError", "ServerStartError", "UnavailableError", "ValueTooLargeError",

@@ -97,6 +97,23 @@ async def test_conflict(mem: redismem.Memory) -> None:
     assert await scope.get("k") == redismem.MemoryValue(2, 2, True)
 
 
+async def test_set_many_takes_an_expected_revision_per_key(mem: redismem.Memory) -> None:
+    scope = mem.session("s")
+    assert await scope.set_many({"a": 1, "b": 1}) == {"a": 1, "b": 1}
+    assert await scope.set_many({"a": 2, "b": 2, "c": 2},
+                                expected_revisions={"a": 1, "c": 0}) == {"a": 2, "b": 2, "c": 1}
+    before = {k: v for k, v in (await scope.get_many(["a", "b", "c"])).items()}
+    with pytest.raises(redismem.ConflictError) as stale:
+        await scope.set_many({"a": 3, "b": 3}, expected_revisions={"b": 1})
+    assert (stale.value.key, stale.value.expected, stale.value.actual) == ("b", 1, 2)
+    assert await scope.get_many(["a", "b", "c"]) == before  # nothing of the call written
+    with pytest.raises(redismem.InvalidArgumentError, match="not written"):
+        await scope.set_many({"a": 3}, expected_revisions={"zz": 0})
+    with pytest.raises(redismem.InvalidRevisionError):
+        await scope.set_many({"a": 3}, expected_revisions={"a": -1})
+    assert await scope.get_many(["a", "b", "c"]) == before
+
+
 async def test_create_only(mem: redismem.Memory) -> None:
     scope = mem.session("s")
     assert await scope.set("k", "first", expected_revision=0) == 1

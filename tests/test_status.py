@@ -40,7 +40,8 @@ async def test_namespace_figures(redis_url: str, ns: str) -> None:
     assert figures["settings"]["max_value_bytes"] == 2_000_000
     assert figures["keys"] > 20 and figures["memory_bytes"] > 70_000  # "big" alone is 70 kB
     text = run_script("status", "--namespace", ns, url=redis_url).stdout
-    assert f"namespace {ns}:\n  8 values in 7 scopes, 4 vectors in 2 scopes, 2 sessions" in text
+    assert (f"namespace {ns}:\n  8 values in 7 scopes, 4 vectors in 2 scopes, 2 sessions "
+            "registered (create_session)") in text
     assert f"  feed: {last} events, sequences 1..{last}" in text
 
 

@@ -188,6 +188,19 @@ async def test_text_search_ranks_by_bm25(store: RedisMemoryStore) -> None:
     assert [m.id for m in found] == ["thrice", "once"]
 
 
+async def test_state_takes_compare_and_set_and_expiry(store: RedisMemoryStore) -> None:
+    rev = await store.put_state("t1", "plan", {"step": 1}, ttl_seconds=3600)
+    assert rev == 1
+    assert await store.put_state("t1", "plan", {"step": 2}, expected_revision=rev) == 2
+    with pytest.raises(redismem.ConflictError):  # a second worker resuming from revision 1
+        await store.put_state("t1", "plan", {"step": "forked"}, expected_revision=rev)
+    assert await store.get_state("t1", "plan") == {"step": 2}
+    key = K.value(store.namespace, "session", "t1", "plan")
+    assert await store.memory.client.pttl(key) > 3_500_000  # the expiry was kept
+    await store.put_state("t1", "plan", {"step": 3}, persist=True)
+    assert await store.memory.client.pttl(key) == -1
+
+
 async def test_an_upsert_keeps_the_newer_memory(store: RedisMemoryStore) -> None:
     """docs/python-api.md: "an upsert keeps the newer". A record older than
     the stored one is not written (False) and changes nothing; one as new or

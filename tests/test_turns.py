@@ -166,6 +166,36 @@ async def test_a_renewal_in_flight_ends_with_its_turn(mem: redismem.Memory,
     assert [r.getMessage() for r in caplog.records] == []
 
 
+async def test_turn_events_can_be_told_from_value_events(mem: redismem.Memory,
+                                                        redis_url: str) -> None:
+    """A turn event's key is its holder id, which a key pattern may match:
+    kind= (and changes --kind) keeps them apart."""
+    scope = mem.session("s1")
+    async with scope.turn() as turn:
+        await scope.set(turn.holder, "a value named like the holder")
+    turns_only = (await mem.changes(after=0, kind="turn")).items
+    assert [e.action for e in turns_only] == ["acquire", "release"]
+    values = (await scope.changes(after=0, kind="value")).items
+    assert [(e.kind, e.key) for e in values] == [("value", turn.holder)]
+    watched = [e.action async for e in _first(mem.watch("*", after=0, kind="turn"), 2)]
+    assert watched == ["acquire", "release"]
+    with pytest.raises(redismem.InvalidArgumentError, match="kind must be one of"):
+        await mem.changes(kind="values")
+    if mem.capabilities.backend == "redis":
+        done = run_script("changes", "--namespace", mem.namespace, "--kind", "value",
+                          "--pattern", f"{turn.holder[:3]}*", url=redis_url)
+        assert done.returncode == 0 and len(done.stdout.splitlines()) == 1, done.stdout
+        assert " set value session:s1 " in done.stdout
+
+
+async def _first(events: Any, count: int) -> Any:
+    async for event in events:
+        yield event
+        count -= 1
+        if count == 0:
+            return
+
+
 async def test_five_waiters_are_served_in_arrival_order_and_a_cancelled_one_leaves(
         mem: redismem.Memory) -> None:
     scope = mem.session("s1")
@@ -476,3 +506,87 @@ async def test_a_waiter_that_gives_up_gives_back_a_turn_whose_grant_it_never_rea
     assert taken.token == 2
     assert await turn_events(rmem) == [("acquire", "h1", 1), ("release", "h1", 1),
                                        ("acquire", taken.holder, 2)]
+
+
+FLEET_WORKER = """
+import asyncio, sys
+import redismem
+
+async def main(url, ns, name, turns, pause_at):
+    async with await redismem.connect(url, namespace=ns, principal=name) as mem:
+        scope = mem.session("fleet")
+        done = 0
+        for i in range(turns):
+            try:
+                async with scope.turn(ttl_seconds=1, wait_seconds=60) as turn:
+                    await scope.append("log", [turn.token, name, "enter"])
+                    await scope.incr("count:" + name)
+                    done += 1
+                    if i == pause_at:
+                        turn._renewer.cancel()  # as a process paused past its ttl
+                        print("pause", turn.token, flush=True)
+                        await asyncio.get_running_loop().run_in_executor(None,
+                                                                        sys.stdin.readline)
+                    await scope.append("log", [turn.token, name, "leave"])
+            except redismem.StaleTurnError as exc:
+                print("stale", exc.token, exc.current, flush=True)
+        print("done", done, flush=True)
+
+asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])))
+"""
+
+
+async def test_a_fleet_of_four_with_one_paused_loses_nothing(rmem: redismem.Memory,
+                                                              redis_url: str) -> None:
+    """Four worker processes take 15 fenced turns each in one session; one
+    is stopped (SIGSTOP) inside a turn until its turn lapsed and another
+    took it. Recorded history: the log's entries go in token order, one
+    holder at a time (the paused worker's leave refused with
+    StaleTurnError), every counter holds exactly its worker's turns, and
+    the feed is gap-free."""
+    names = ["w0", "w1", "w2", "w3"]
+    workers = {name: subprocess.Popen(
+        [sys.executable, "-c", FLEET_WORKER, redis_url, rmem.namespace, name, "15",
+         "5" if name == "w0" else "-1"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for name in names}
+    paused = workers["w0"]
+    assert paused.stdout is not None and paused.stdin is not None
+    try:
+        line = await asyncio.to_thread(paused.stdout.readline)
+        assert line.startswith("pause "), line
+        token = int(line.split()[1])
+        os.kill(paused.pid, signal.SIGSTOP)
+        key = K.turn(rmem.namespace, "session", "fleet")
+        while int(await rmem.client.hget(key, "token") or 0) <= token:  # another took it
+            await asyncio.sleep(0.01)
+        os.kill(paused.pid, signal.SIGCONT)
+        paused.stdin.write("go\n")
+        paused.stdin.flush()
+        outputs = {name: (await asyncio.to_thread(w.communicate, None, 120))[0]
+                   for name, w in workers.items()}
+    finally:
+        for w in workers.values():
+            if w.poll() is None:
+                os.kill(w.pid, signal.SIGCONT)
+                w.kill()
+    assert all(w.returncode == 0 for w in workers.values()), outputs
+    assert f"stale {token} " in outputs["w0"]
+    scope = rmem.session("fleet")
+    log = (await scope.get("log")).value
+    tokens = [entry[0] for entry in log]
+    assert tokens == sorted(tokens)  # in token order
+    by_token: dict[int, list[list[Any]]] = {}
+    for entry in log:
+        by_token.setdefault(entry[0], []).append(entry)
+    for held, entries in by_token.items():
+        holder = entries[0][1]
+        expected = ["enter"] if held == token else ["enter", "leave"]
+        assert [e[2] for e in entries] == expected and {e[1] for e in entries} == {holder}
+    for name in names:
+        done = int(outputs[name].split("done ")[1])
+        assert done == 15
+        assert (await scope.get(f"count:{name}")).value == done
+        assert sum(1 for e in log if e[1] == name and e[2] == "enter") == done
+    events = await feed_events(rmem)
+    assert [e.sequence for e in events] == list(range(1, len(events) + 1))
+    assert len(events) > 4 * 15 * 3

@@ -34,12 +34,15 @@ local EVENT_OVERHEAD = 64
 -- and recorded them as set with the whole value.
 local FEED_FORMAT = '2'
 
-local REPAIR = ' (an operator restores it: redismem repair-feed --namespace <ns>)'
+-- How to repair the feed of namespace c.ns, for an error message.
+local function repair_hint(c)
+  return ' (an operator restores it: redismem repair-feed --namespace ' .. c.ns .. ')'
+end
 
 -- A counter key's value, 0 when absent; FEED_CORRUPT, before anything is
 -- written, when it is not an integer or past max_sequence (set by a raw
 -- write: no namespace gets there by writing).
-local function stored_count(key, what)
+local function stored_count(key, what, c)
   local raw = redis.call('GET', key)
   if not raw then
     return 0
@@ -47,7 +50,7 @@ local function stored_count(key, what)
   local count = string.find(raw, '^%d+$') and #raw <= 16 and tonumber(raw)
   if not count or count > LIMITS.max_sequence then
     fail('FEED_CORRUPT', what .. ' ' .. show(key) .. ' holds ' .. show(raw) .. ', not a count of at most '
-         .. LIMITS.max_sequence .. REPAIR)
+         .. int_string(LIMITS.max_sequence) .. repair_hint(c))
   end
   return count
 end
@@ -64,7 +67,7 @@ end
 -- Before the first write: the counter and the feed's size; w gains
 -- sequence, stored_bytes and an empty list of planned events.
 local function prepare_feed(w)
-  w.sequence = stored_count(w.seq, 'the feed sequence counter')
+  w.sequence = stored_count(w.seq, 'the feed sequence counter', w.c)
   w.stored_bytes = stored_size(w.feed_size)
   w.events = {}
 end
@@ -226,7 +229,7 @@ local function publish(w)
     end
     if type(reply) == 'table' and reply.err then
       fail('FEED_CORRUPT', 'cannot append to the feed ' .. show(w.feed) .. ': ' .. tostring(reply.err)
-           .. REPAIR)
+           .. repair_hint(w.c))
     end
   end
   for i = 2, count do

@@ -86,17 +86,22 @@ async def _acl_users(client: Any) -> list[str] | None:
         return None
 
 
+def _count(n: int, word: str) -> str:
+    """``1 value``, ``2 values``."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def _access_control(data: dict[str, Any]) -> str:
     users = data["acl_users"]
     if data["open_to_anyone"]:
-        listed = "" if users is None else f", though it has {len(users)} ACL users"
+        listed = "" if users is None else f", though it has {_count(len(users), 'ACL user')}"
         return f"OPEN: any client that connects gets in with no password{listed}"
     if users is None:
         return ("off (memory://)" if data["backend"] == "memory"
                 else "unknown (ACL USERS is not permitted to this user)")
     if users == ["default"]:
         return "off (only the default user, which needs a password)"
-    return f"on ({len(users)} ACL users: {', '.join(users)})"
+    return f"on ({_count(len(users), 'ACL user')}: {', '.join(users)})"
 
 
 def _library_trust(data: dict[str, Any]) -> str:
@@ -112,9 +117,12 @@ def _namespace_lines(n: dict[str, Any]) -> list[str]:
     """The figures of one namespace this user could read."""
     lines = []
     if n["value_keys"] is not None and n["vector_keys"] is not None:
-        lines.append(f"  {n['value_keys']} values in {n['value_scopes']} scopes, "
-                     f"{n['vector_keys']} vectors in {n['vector_scopes']} scopes"
-                     + ("" if n["sessions"] is None else f", {n['sessions']} sessions"))
+        lines.append(f"  {_count(n['value_keys'], 'value')} in "
+                     f"{_count(n['value_scopes'], 'scope')}, "
+                     f"{_count(n['vector_keys'], 'vector')} in "
+                     f"{_count(n['vector_scopes'], 'scope')}"
+                     + ("" if n["sessions"] is None else
+                        f", {_count(n['sessions'], 'session')} registered (create_session)"))
     if n["threads"] is not None:
         lines.append(f"  {n['threads']} threads ({n['thread_events']} events)"
                      + ("" if n["long_term_memories"] is None

@@ -19,7 +19,8 @@ import redis
 from .. import server
 from .._validate import SCOPES, check_id
 from ..client import connecting, open_client, redact
-from ..errors import CursorExpiredError, InvalidArgumentError, RedisMemError
+from ..errors import InvalidArgumentError, RedisMemError
+from ..functions import denied
 from ..library import bundled, server_version
 from ..memory import Memory, connect
 from ..retries import CONNECT_TIMEOUT, CONNECT_TIMEOUT_ENV
@@ -30,12 +31,19 @@ T = TypeVar("T")
 
 
 EXIT_REFUSED = 1
-"""A refused operation: a conflict, a bad value, a server that said no."""
+"""A refused operation: a bad value, a permission, a server that said no."""
 EXIT_USAGE = 2
 """A usage error: an unknown option, a --scope or JSON argument that does
 not parse, a missing input file."""
 EXIT_CURSOR_EXPIRED = 3
 """A saved feed cursor older than the retained feed (``changes --from SEQ``)."""
+EXIT_CONFLICT = 4
+"""A write lost a race: a stale --expected-revision, or a stale turn token:
+read again and retry."""
+EXIT_UNAVAILABLE = 5
+"""No server answered (down, unreachable, refused the connection): try
+again later, or check --url."""
+
 EXIT_OUTPUT_CLOSED = 141
 """The reader of standard output went away (``| head``), as for Unix tools
 killed by SIGPIPE: nothing is printed."""
@@ -57,6 +65,34 @@ class ExpiredCursor(CommandError):
     exit_code = EXIT_CURSOR_EXPIRED
 
 
+class Conflict(CommandError):
+    """A write that lost a race (a stale revision or turn token)."""
+
+    exit_code = EXIT_CONFLICT
+
+
+class Unavailable(CommandError):
+    """No server answered."""
+
+    exit_code = EXIT_UNAVAILABLE
+
+
+class BadUrl(CommandError):
+    """--url (or REDISMEM_URL) does not parse: a usage error."""
+
+    exit_code = EXIT_USAGE
+
+
+_ERROR_BY_CODE: dict[str, type[CommandError]] = {
+    "revision_conflict": Conflict, "stale_turn": Conflict, "cursor_expired": ExpiredCursor,
+    "unavailable": Unavailable, "invalid_url": BadUrl}
+
+
+def command_error(message: str, code: str) -> CommandError:
+    """The CommandError for redismem error ``code``, whose class gives the exit code."""
+    return _ERROR_BY_CODE.get(code, CommandError)(message, code)
+
+
 class OutputClosed(Exception):
     """Standard output's reader went away."""
 
@@ -71,13 +107,16 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     except BrokenPipeError:
         raise OutputClosed from None
     except RedisMemError as exc:
-        error = ExpiredCursor if isinstance(exc, CursorExpiredError) else CommandError
-        raise error(f"{type(exc).__name__}: {exc}", exc.code) from None
+        raise command_error(f"{type(exc).__name__}: {exc}", exc.code) from None
+    except redis.exceptions.NoPermissionError as exc:  # a direct command no call site names
+        refused = denied(exc)
+        assert refused is not None
+        raise command_error(f"{type(refused).__name__}: {refused}", refused.code) from None
     except (ValueError, redis.RedisError, OSError) as exc:
         code = ("invalid_argument" if isinstance(exc, ValueError) else
                 "unavailable" if isinstance(exc, redis.ConnectionError | redis.TimeoutError)
                 else "redis_error" if isinstance(exc, redis.RedisError) else "os_error")
-        raise CommandError(f"{type(exc).__name__}: {exc}", code) from None
+        raise command_error(f"{type(exc).__name__}: {exc}", code) from None
 
 
 def say(text: str) -> None:
@@ -86,6 +125,12 @@ def say(text: str) -> None:
         click.echo(text)
     except BrokenPipeError:
         raise OutputClosed from None
+
+
+def absent() -> str:
+    """What a read of an absent key prints: ``(absent)`` on a terminal,
+    nothing into a pipe (so that ``| wc -l`` counts)."""
+    return "(absent)" if sys.stdout.isatty() else ""
 
 
 def emit(data: Any, as_json: bool, text: Callable[[Any], str] | None = None) -> None:
@@ -260,10 +305,12 @@ def main(connect_timeout: float | None) -> None:
     """redismem: shared, durable memory for fleets of agent workers, in Redis.
 
     \b
-    Exit codes: 0 done; 1 refused (a conflict, a bad value, a server that
-    said no); 2 a usage error (an unknown option, a --scope or JSON
-    argument that does not parse, a missing input file); 3 an expired feed
-    cursor (changes --from SEQ); 141 standard output was closed (| head).
+    Exit codes: 0 done; 1 refused (a bad value, a permission, a server
+    that said no); 2 a usage error (an unknown option, a --scope, --url or
+    JSON argument that does not parse, a missing input file); 3 an expired
+    feed cursor (changes --from SEQ); 4 a write conflict (a stale revision
+    or turn: read again and retry); 5 no server answered; 141 standard
+    output was closed (| head).
     An error is one line on stderr; with --json one JSON object,
     {"error": CODE, "message": ...}."""
     if connect_timeout is not None:

@@ -19,6 +19,7 @@ from ..errors import CursorExpiredError
 from ..memory import Memory
 from ..types import MemoryChangeEvent
 from .base import (
+    absent,
     emit,
     expiry,
     expiry_options,
@@ -44,7 +45,7 @@ async def get_cmd(mem: Memory, scope_spec: str, key: str, as_json: bool) -> None
     """Read KEY."""
     got = await scope_of(mem, scope_spec).get(key)
     emit({"key": key, "value": got.value, "revision": got.revision, "found": got.found},
-          as_json, lambda d: json.dumps(d["value"]) if d["found"] else "(absent)")
+          as_json, lambda d: json.dumps(d["value"]) if d["found"] else absent())
 
 
 @main.command("set")
@@ -224,40 +225,51 @@ def _from_option(_ctx: click.Context, _param: click.Parameter, text: str | None
     return seq
 
 
-def _changes_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    for option in reversed((
+def _changes_options(follow: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The options of ``changes`` (``follow``: of ``watch``, which always waits)."""
+    start_help = ("Where to start: after sequence SEQ (a saved cursor; exit 3 if it has "
+                  "expired), the oldest retained event, or now (only new events). Default: "
+                  + ("now." if follow else "now with --follow, else oldest."))
+    options = [
         url_option, namespace_option,
         click.option("--scope", "-s", "scope_spec", default=None,
                      callback=lambda ctx, param, spec: spec if spec in SCOPES
                      else scope_spec(ctx, param, spec),
                      help="Only this scope kind (session) or scope (session:ID)."),
         click.option("--from", "start", default=None, callback=_from_option,
-                     metavar="now|oldest|SEQ",
-                     help="Where to start: after sequence SEQ (a saved cursor; exit 3 if "
-                          "it has expired), the oldest retained event, or now (only new "
-                          "events). Default: now with --follow, else oldest."),
+                     metavar="now|oldest|SEQ", help=start_help),
         click.option("--after", type=click.IntRange(min=0), default=None,
                      help="The same as --from SEQ."),
         click.option("--pattern", "-p", "patterns", multiple=True,
-                     help="Only keys matching this shell-style pattern (repeatable)."),
-        click.option("--limit", type=click.IntRange(1, 10_000), default=1000,
-                     show_default=True, help="Events per page read (without --follow)."),
+                     help="Only keys matching this shell-style pattern (repeatable; a turn "
+                          "event's key is its holder id: --kind value leaves turns out)."),
+        click.option("--kind", "kind", type=click.Choice(feed.EVENT_KINDS), default=None,
+                     help="Only changes of values, vectors or turns."),
         click.option("--count", type=click.IntRange(min=1), default=None,
                      help="Stop after printing this many events."),
-        json_option)):
-        fn = option(fn)
-    return fn
+        json_option]
+    if not follow:
+        options.insert(-2, click.option("--limit", type=click.IntRange(1, 10_000), default=1000,
+                                        show_default=True,
+                                        help="Events per page read (without --follow)."))
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+
+    return decorate
 
 
 async def _changes(mem: Memory, scope_spec: str | None, start: str | int | None,
-                   after: int | None, patterns: tuple[str, ...], follow: bool, limit: int,
-                   count: int | None, as_json: bool) -> None:
+                   after: int | None, patterns: tuple[str, ...], kind: str | None,
+                   follow: bool, count: int | None, as_json: bool, limit: int = 1000) -> None:
     if after is not None:
         if start is not None:
             raise click.UsageError("give --from or --after, not both")
         start = after
-    kind, _, sid = (scope_spec or "").partition(":")
-    scoped = scope_of(mem, scope_spec or "") if sid or kind == "global" else None
+    scope_kind, _, sid = (scope_spec or "").partition(":")
+    scoped = scope_of(mem, scope_spec or "") if sid or scope_kind == "global" else None
     shown = 0
 
     def show(event: MemoryChangeEvent) -> bool:
@@ -282,16 +294,18 @@ async def _changes(mem: Memory, scope_spec: str | None, start: str | int | None,
                 "(events in between were trimmed); --from oldest goes on from there",
                 after=cursor, oldest_sequence=oldest)
     if follow:
-        stream = (scoped.watch(patterns or "*", after=cursor) if scoped
-                  else mem.watch(patterns or "*", scope=kind or None, after=cursor))
+        stream = (scoped.watch(patterns or "*", after=cursor, kind=kind) if scoped
+                  else mem.watch(patterns or "*", scope=scope_kind or None, after=cursor,
+                                 kind=kind))
         async for event in stream:
             if not show(event):
                 return
         return
     cursor = await feed.current_sequence(mem.client, mem.namespace) if cursor is None else cursor
     while True:
-        page = await (scoped.changes(after=cursor, limit=limit) if scoped
-                      else mem.changes(after=cursor, limit=limit, scope=kind or None))
+        page = await (scoped.changes(after=cursor, limit=limit, kind=kind) if scoped
+                      else mem.changes(after=cursor, limit=limit, scope=scope_kind or None,
+                                       kind=kind))
         for event in page.items:
             if (not patterns or any(fnmatch.fnmatchcase(event.key, p) for p in patterns)) and (
                     not show(event)):
@@ -302,7 +316,7 @@ async def _changes(mem: Memory, scope_spec: str | None, start: str | int | None,
 
 
 @main.command()
-@_changes_options
+@_changes_options(follow=False)
 @click.option("--follow", "-f", is_flag=True, help="Keep waiting for new events.")
 @with_memory
 async def changes(mem: Memory, **options: Any) -> None:
@@ -313,10 +327,12 @@ async def changes(mem: Memory, **options: Any) -> None:
 
 
 @main.command()
-@_changes_options
+@_changes_options(follow=True)
 @with_memory
 async def watch(mem: Memory, **options: Any) -> None:
-    """Print new change events as they come, one a line: changes --follow."""
+    """Wait for change events and print each as it comes, one a line (JSON
+    Lines with --json), from now unless --from says otherwise: changes
+    --follow. Stops after --count events, else at Ctrl-C."""
     await _changes(mem, follow=True, **options)
 
 

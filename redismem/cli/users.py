@@ -14,7 +14,8 @@ import click
 from .. import users
 from ..acl import NAMESPACE_ROLES, ROLES, Role
 from ..client import open_client, resolve_url
-from .base import emit, json_option, main, run_sync, url_option
+from ..errors import InvalidArgumentError
+from .base import CommandError, emit, json_option, main, run_sync, url_option
 
 
 def _admin_client(url: str | None) -> Any:
@@ -84,7 +85,16 @@ def _emit_saved(data: dict[str, Any], as_json: bool, text: Callable[[Any], str])
 
 
 def _read_password(path: str | None) -> str | None:
-    return None if path is None else users.read_password(Path(path).read_text())
+    """The password in ``--password-file``; a usage error when it holds none."""
+    if path is None:
+        return None
+    try:
+        return users.read_password(Path(path).read_text())
+    except InvalidArgumentError as exc:
+        raise click.BadParameter(f"{path}: {exc}", param_hint="--password-file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise click.BadParameter(f"cannot read {path}: {exc}",
+                                 param_hint="--password-file") from None
 
 
 def _credential_text(data: dict[str, Any]) -> str:
@@ -163,8 +173,11 @@ def users_remove(url: str | None, name: str, as_json: bool) -> None:
             return {"user": name, "removed": await users.remove_user(client, name),
                     "saved_to_file": await users.saved_to_file(client)}
 
-    _emit_saved(run_sync(run()), as_json,
-                lambda d: f"removed {d['user']}" if d["removed"] else f"no user {d['user']}")
+    done = run_sync(run())
+    if not done["removed"]:
+        raise CommandError(f"there is no ACL user {name!r} (users list shows them)",
+                           "not_found")
+    _emit_saved(done, as_json, lambda d: f"removed {d['user']}")
 
 
 @users_group.command("rotate-password")

@@ -9,6 +9,7 @@ import click
 
 from ..memory import Memory
 from .base import (
+    absent,
     emit,
     expiry,
     expiry_options,
@@ -68,7 +69,7 @@ async def vectors_get(mem: Memory, scope_spec: str, key: str, as_json: bool) -> 
     emit(dataclasses.asdict(got) | {"key": key}, as_json,
           lambda d: (f"revision {d['revision']} metadata {json.dumps(d['metadata'])}\n"
                      f"embedding ({len(d['embedding'])}) {json.dumps(d['embedding'])}")
-          if d["found"] else "(absent)")
+          if d["found"] else absent())
 
 
 @vectors.command("search")
