@@ -23,6 +23,7 @@ from .errors import (
     RequestTooLargeError,
     ValueTooLargeError,
 )
+from .types import MemoryValue
 
 SCOPES = ("session", "actor", "workflow", "global")
 GLOBAL_ID = "_"
@@ -101,9 +102,13 @@ def canonical_json(value: Any, max_bytes: int) -> str:
 
 
 def expected_arg(expected: object) -> str:
-    """The Lua argument for an expected revision (None = no condition)."""
+    """The Lua argument for an expected revision (None = no condition); a
+    ``MemoryValue`` (what a read or a write returned) stands for its
+    revision."""
     if expected is None:
         return ""
+    if isinstance(expected, MemoryValue):
+        expected = expected.revision
     if isinstance(expected, bool) or not isinstance(expected, int):
         raise InvalidRevisionError(f"expected revision must be an integer, got {expected!r}")
     if not 0 <= expected <= limits.MAX_REVISION:

@@ -19,9 +19,9 @@ async def note(mem: Memory, text: str) -> dict[str, Any]:
     session_id = current_session()
     if not session_id:
         raise ValueError("submit this traversal with a session_id")
-    notes = await mem.session().update("notes", lambda current: (current or []) + [text])
-    turns = await mem.actor().update("turns", lambda c: (c or 0) + 1)
-    total = await mem.global_scope().update("all_notes", lambda c: (c or 0) + 1)
+    notes = (await mem.session().update("notes", lambda current: (current or []) + [text])).value
+    turns = (await mem.actor().update("turns", lambda c: (c or 0) + 1)).value
+    total = (await mem.global_scope().update("all_notes", lambda c: (c or 0) + 1)).value
     await mem.workflow().set("last_note", text)
     return {"session_id": session_id, "notes": notes, "actor_turns": turns,
             "global_notes": total}

@@ -184,18 +184,20 @@ class Memory:
         """``default().get(key)``."""
         return await self.default().get(key)
 
-    async def set(self, key: str, value: Any, *, expected_revision: int | None = None,
-                  ttl_seconds: float | None = None, persist: bool = False) -> int:
+    async def set(self, key: str, value: Any, *,
+                  expected_revision: int | MemoryValue | None = None,
+                  ttl_seconds: float | None = None, persist: bool = False) -> MemoryValue:
         """``default().set(...)``."""
         return await self.default().set(key, value, expected_revision=expected_revision,
                                         ttl_seconds=ttl_seconds, persist=persist)
 
     async def update(self, key: str, fn: Callable[[Any], Any | Awaitable[Any]], *,
-                     timeout: float = 10.0, attempts: int | None = None) -> Any:
+                     timeout: float = 10.0, attempts: int | None = None) -> MemoryValue:
         """``default().update(...)``."""
         return await self.default().update(key, fn, timeout=timeout, attempts=attempts)
 
-    async def delete(self, key: str, *, expected_revision: int | None = None) -> bool:
+    async def delete(self, key: str, *,
+                     expected_revision: int | MemoryValue | None = None) -> bool:
         """``default().delete(...)``."""
         return await self.default().delete(key, expected_revision=expected_revision)
 

@@ -118,15 +118,18 @@ class MemoryScope:
         return {name: _read(raw, revision)
                 for name, (raw, revision) in zip(names, found, strict=True)}
 
-    async def set(self, key: str, value: Any, *, expected_revision: int | None = None,
-                  ttl_seconds: float | None = None, persist: bool = False) -> int:
-        """Write ``value`` (anything JSON-serialisable) and return its new revision.
+    async def set(self, key: str, value: Any, *,
+                  expected_revision: int | MemoryValue | None = None,
+                  ttl_seconds: float | None = None, persist: bool = False) -> MemoryValue:
+        """Write ``value`` (anything JSON-serialisable); returns
+        ``MemoryValue(value, new revision, True)``.
 
         Args:
             key: the key, 1..512 bytes.
             value: the value, at most the namespace's ``max_value_bytes`` as JSON.
             expected_revision: write only if the stored revision is this one
-                (0 = only when absent); None writes unconditionally.
+                (0 = only when absent; a ``MemoryValue`` read or written
+                before stands for its revision); None writes unconditionally.
             ttl_seconds: expire the key this many seconds from now; None keeps
                 the key's expiry (a new key gets none), as every write does.
             persist: remove the key's expiry (not with ``ttl_seconds``).
@@ -139,13 +142,14 @@ class MemoryScope:
         ttl = check.ttl_arg(ttl_seconds, persist)
         item = (key, check.canonical_json(value, self._conn.max_value_bytes),
                 check.expected_arg(expected_revision))
-        return (await self._write("value", [item], ttl))[0]
+        return MemoryValue(value, (await self._write("value", [item], ttl))[0], True)
 
     async def set_many(self, mapping: Mapping[str, Any], *,
-                       expected_revisions: Mapping[str, int] | None = None,
+                       expected_revisions: Mapping[str, int | MemoryValue] | None = None,
                        ttl_seconds: float | None = None, persist: bool = False,
-                       atomic: bool = True) -> dict[str, int]:
-        """Write several values; returns key -> revision. ``ttl_seconds`` and
+                       atomic: bool = True) -> dict[str, MemoryValue]:
+        """Write several values; returns key -> ``MemoryValue`` (the value
+        written, its new revision), as ``set`` does. ``ttl_seconds`` and
         ``persist`` apply to every key, as in ``set``: by default each keeps
         its own expiry.
 
@@ -182,7 +186,8 @@ class MemoryScope:
         revisions: list[int] = []
         for part in self._calls(items, "value", limits.MAX_BATCH, atomic):
             revisions += await self._write("value", part, ttl)
-        return dict(zip(mapping, revisions, strict=True))
+        return {key: MemoryValue(value, revision, True)
+                for (key, value), revision in zip(mapping.items(), revisions, strict=True)}
 
     def _calls(self, items: list[Any], kind: KeyKind, max_items: int, atomic: bool
                ) -> list[list[Any]]:
@@ -215,13 +220,15 @@ class MemoryScope:
         return await self._conn.functions.set_items(kind, *self._scope_args(), ttl,
                                                     self._conn.principal, items, self._token())
 
-    async def _delete(self, kind: KeyKind, key: str, expected_revision: int | None) -> bool:
+    async def _delete(self, kind: KeyKind, key: str, expected_revision: int | MemoryValue | None
+                      ) -> bool:
         check.check_key(key)
         expected = check.expected_arg(expected_revision)
         return await self._conn.functions.delete_item(kind, *self._scope_args(), key, expected,
                                                       self._conn.principal, self._token())
 
-    async def delete(self, key: str, *, expected_revision: int | None = None) -> bool:
+    async def delete(self, key: str, *, expected_revision: int | MemoryValue | None = None
+                     ) -> bool:
         """Delete ``key``; False when it did not exist.
 
         Raises:
@@ -230,7 +237,7 @@ class MemoryScope:
         return await self._delete("value", key, expected_revision)
 
     async def update(self, key: str, fn: Callable[[Any], Any | Awaitable[Any]], *,
-                     timeout: float = 10.0, attempts: int | None = None) -> Any:
+                     timeout: float = 10.0, attempts: int | None = None) -> MemoryValue:
         """Read ``key``, apply ``fn`` to its value (None when absent) and write the
         result only if nobody wrote in between (compare-and-set); on a
         conflict read again and retry, after a jittered backoff that doubles
@@ -241,7 +248,7 @@ class MemoryScope:
         contention, ``incr``, ``append`` and ``merge`` never conflict.
 
         Returns:
-            The value written.
+            ``MemoryValue(value written, its revision, True)``.
 
         Raises:
             ConflictError: concurrent writers won every try until the
@@ -268,7 +275,7 @@ class MemoryScope:
             item = (key, check.canonical_json(new, self._conn.max_value_bytes),
                     str(current.revision))
             try:
-                await self._write("value", [item], "KEEPTTL")
+                (revision,) = await self._write("value", [item], "KEEPTTL")
             except ConflictError as exc:
                 now = loop.time()
                 if now >= deadline or (attempts is not None and tries >= attempts):
@@ -279,7 +286,7 @@ class MemoryScope:
                 backoff = random.uniform(0, min(_BACKOFF_CAP, 0.001 * 2 ** min(tries, 10)))
                 await asyncio.sleep(min(backoff, deadline - now))
                 continue
-            return new
+            return MemoryValue(new, revision, True)
 
     async def _modify(self, key: str, op: str, operand: str, ttl: str,
                       max_items: str = "") -> tuple[int, bytes]:
@@ -312,14 +319,15 @@ class MemoryScope:
         return MemoryValue(int(text), revision, True)
 
     async def append(self, key: str, item: Any, *, max_items: int | None = None,
-                     ttl_seconds: float | None = None, persist: bool = False) -> int:
+                     ttl_seconds: float | None = None, persist: bool = False) -> MemoryValue:
         """Append ``item`` to the list at ``key`` (absent = []) in one
         server-side call, keeping only the last ``max_items`` (a capped log);
         concurrent appends never conflict. ``ttl_seconds`` sets the expiry;
         None keeps the key's; ``persist`` removes it.
 
         Returns:
-            The new revision.
+            ``MemoryValue(None, new revision, True)``: the list is not sent
+            back (``get`` reads it).
 
         Raises:
             ValueTypeError: the key holds something other than a list.
@@ -334,10 +342,10 @@ class MemoryScope:
         text = check.canonical_json(item, self._conn.max_value_bytes)
         revision, _ = await self._modify(key, "append", text, ttl,
                                          "" if max_items is None else str(max_items))
-        return revision
+        return MemoryValue(None, revision, True)
 
     async def merge(self, key: str, patch: Mapping[str, Any], *,
-                    ttl_seconds: float | None = None, persist: bool = False) -> int:
+                    ttl_seconds: float | None = None, persist: bool = False) -> MemoryValue:
         """Apply an RFC 7386 JSON merge patch to the object at ``key`` (absent,
         or not an object = {}) in one server-side call: members of ``patch``
         replace those of the value, nested objects merge, None deletes.
@@ -345,7 +353,8 @@ class MemoryScope:
         None keeps the key's; ``persist`` removes it.
 
         Returns:
-            The new revision.
+            ``MemoryValue(None, new revision, True)``: the object is not
+            sent back (``get`` reads it).
 
         Raises:
             RequestTooLargeError: the merge would read more than
@@ -359,7 +368,7 @@ class MemoryScope:
         check.check_merge_patch(patch)
         text = check.canonical_json(dict(patch), self._conn.max_value_bytes)
         revision, _ = await self._modify(key, "merge", text, ttl)
-        return revision
+        return MemoryValue(None, revision, True)
 
     async def keys(self, prefix: str | None = None, cursor: str | None = None,
                    limit: int | None = None, kind: KeyKind = "value") -> KeyPage:

@@ -53,6 +53,7 @@ from .types import (
     LongTermMemory,
     MemoryCapabilities,
     MemoryEvent,
+    MemoryValue,
     RetentionPolicy,
 )
 
@@ -294,9 +295,11 @@ class RedisMemoryStore:
 
     async def put_state(self, thread_id: str, key: str, value: JsonValue, *,
                         expected_revision: int | None = None,
-                        ttl_seconds: float | None = None, persist: bool = False) -> int:
+                        ttl_seconds: float | None = None, persist: bool = False
+                        ) -> MemoryValue:
         """Store state ``key`` of a thread (a revisioned value of its session
-        scope); returns its new revision. ``expected_revision``,
+        scope); returns what ``MemoryScope.set`` does (the value, its new
+        revision). ``expected_revision``,
         ``ttl_seconds`` and ``persist`` work as in ``MemoryScope.set``: a
         compare-and-set (ConflictError when another writer came first), an
         expiry, its removal (by default the state keeps its expiry)."""

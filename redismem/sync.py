@@ -5,8 +5,8 @@ and scripts that are not async.
 
     with redismem.sync.connect() as mem:
         notes = mem.session("s-42")
-        rev = notes.set("notes", ["pack passports"], ttl_seconds=3600)
-        notes.set("notes", ["pack passports", "visa"], expected_revision=rev)
+        first = notes.set("notes", ["pack passports"], ttl_seconds=3600)
+        notes.set("notes", ["pack passports", "visa"], expected_revision=first)
         with notes.turn() as turn:          # async with -> with
             notes.append("log", turn.token)
         for event in mem.watch("no*", after=0):   # async for -> for

@@ -12,10 +12,13 @@ KeyKind = Literal["value", "vector"]
 
 @dataclass(frozen=True)
 class MemoryValue:
-    """A read: ``value`` (None when absent), ``revision`` (0 when absent),
-    ``found``; ``error`` says why an entry the library did not write (raw
-    commands) cannot be read, in ``get_many`` (``get`` raises
-    ``CorruptEntryError``)."""
+    """A value and its revision: what a read returns (``value`` None and
+    ``revision`` 0 when absent, ``found``; ``error`` says why an entry the
+    library did not write (raw commands) cannot be read, in ``get_many``:
+    ``get`` raises ``CorruptEntryError``), and what every write of a value
+    returns (``found`` True; ``value`` what was written, None for
+    ``append`` and ``merge``, which do not send the whole list or object
+    back). Pass one as ``expected_revision`` to write only over it."""
 
     value: Any
     revision: int

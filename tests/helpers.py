@@ -92,3 +92,8 @@ async def flush_namespace(url: str, ns: str) -> None:
             await client.delete(*keys)
     finally:
         await client.aclose()
+
+
+def revisions_of(written: dict[str, redismem.MemoryValue]) -> dict[str, int]:
+    """key -> revision of what ``set_many`` returned."""
+    return {key: value.revision for key, value in written.items()}

@@ -22,7 +22,7 @@ from redismem.store import RedisMemoryStore
 from redismem.types import MemoryEvent
 
 from .cluster import LocalCluster
-from .helpers import REPO
+from .helpers import REPO, revisions_of
 
 pytestmark = pytest.mark.cluster
 
@@ -78,7 +78,7 @@ async def test_a_node_url_is_taken_for_the_cluster_it_belongs_to(cluster: LocalC
     async with await redismem.connect(cluster.node_url(cluster.ports[1]),
                                       namespace="auto") as mem:
         assert isinstance(mem.client, RedisCluster)
-        assert await mem.session("s").set("k", 1) == 1
+        assert (await mem.session("s").set("k", 1)).revision == 1
 
 
 async def test_thirty_namespaces_over_every_shard_stay_correct_and_apart(
@@ -89,10 +89,10 @@ async def test_thirty_namespaces_over_every_shard_stay_correct_and_apart(
     async def work(ns: str) -> None:
         async with await redismem.connect(cluster.url, namespace=ns, principal="w") as mem:
             scope = mem.session("s")
-            assert await scope.set("k", ns) == 1
+            assert (await scope.set("k", ns)).revision == 1
             with pytest.raises(redismem.ConflictError):
                 await scope.set("k", "stale", expected_revision=0)
-            assert await scope.set_many({"a": 1, "b": [ns]}) == {"a": 1, "b": 1}
+            assert revisions_of(await scope.set_many({"a": 1, "b": [ns]})) == {"a": 1, "b": 1}
             assert (await scope.incr("n", 2)).value == 2
             assert await scope.delete("a") is True
             assert await scope.get("k") == redismem.MemoryValue(ns, 1, True)
@@ -300,8 +300,8 @@ async def test_status_shows_each_node_and_where_each_namespace_lives(
 async def test_durability_replica_confirms_every_write_kind(cluster: LocalCluster) -> None:
     async with await redismem.connect(cluster.url, namespace="dur", durability="replica") as mem:
         scope = mem.session("s")
-        assert await scope.set("k", 1) == 1
-        assert await scope.set_many({"a": 1, "b": 2}) == {"a": 1, "b": 1}
+        assert (await scope.set("k", 1)).revision == 1
+        assert revisions_of(await scope.set_many({"a": 1, "b": 2})) == {"a": 1, "b": 1}
         assert (await scope.incr("n", 3)).value == 3
         assert await scope.delete("a") is True
         await scope.set_vector("v", [1.0, 0.0])
@@ -376,7 +376,7 @@ async def test_users_are_made_removed_and_rotated_on_every_node(cluster: LocalCl
         url = cluster.url.replace(f"default:{cluster.password}", f"clw:{made.password}")
         async with await redismem.connect(url, namespace="cw") as mem:
             assert mem.principal == "clw"
-            assert await mem.session("s").set("k", 1) == 1
+            assert (await mem.session("s").set("k", 1)).revision == 1
         with pytest.raises(redismem.PermissionDeniedError):
             async with await redismem.connect(url, namespace="other") as other:
                 await other.session("s").set("k", 1)
@@ -562,8 +562,8 @@ async def main(url, ns, name, stop):
         scope = mem.session("s")
         while not os.path.exists(stop):
             try:
-                value = await scope.update(name, lambda v: (v or 0) + 1, timeout=60)
-                print("ok", value, flush=True)
+                written = await scope.update(name, lambda v: (v or 0) + 1, timeout=60)
+                print("ok", written.value, flush=True)
             except redismem.NotReplicatedError:
                 print("unconfirmed", flush=True)
 

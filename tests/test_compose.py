@@ -120,7 +120,7 @@ def test_the_cluster_compose_commands_form_a_working_cluster(tmp_path: Path) -> 
         async def use() -> None:
             async with await redismem.connect(cluster_url, namespace="compose") as mem:
                 scope = mem.session("s")
-                assert await scope.set("k", 1) == 1
+                assert (await scope.set("k", 1)).revision == 1
                 await scope.set_vector("v", [1.0, 0.0])
                 assert [m.key for m in await scope.similarity_search([1.0, 0.1])] == ["v"]
 

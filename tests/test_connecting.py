@@ -71,7 +71,7 @@ async def test_connect_waits_for_a_server_that_comes_up(tmp_path: Path) -> None:
         assert not task.done()
         await asyncio.to_thread(server.start)
         async with await asyncio.wait_for(task, 120) as mem:
-            assert await mem.global_scope().set("k", 1) == 1
+            assert (await mem.global_scope().set("k", 1)).revision == 1
         assert len(seen.messages) == 1
         assert seen.messages[0].startswith(f"retrying 127.0.0.1:{server.port} for up to 120 s")
     finally:

@@ -37,8 +37,8 @@ async def check_history(url: str, feed_ids: list[bytes]) -> None:
             await scope.set("counter", "stale", expected_revision=19)
         with pytest.raises(redismem.ConflictError):
             await scope.set("gone", "stale", expected_revision=1)  # no ABA after restart
-        assert await scope.set("gone", "new", expected_revision=0) == 3
-        assert await scope.set("counter", 20, expected_revision=20) == 21
+        assert (await scope.set("gone", "new", expected_revision=0)).revision == 3
+        assert (await scope.set("counter", 20, expected_revision=20)).revision == 21
         # the sequence goes on without a gap
         ids = [entry_id for entry_id, _ in await mem.client.xrange(K.feed("dur"))]
         assert ids[-1] == f"{len(feed_ids) + 2}-0".encode()

@@ -94,7 +94,7 @@ async def test_a_jammed_feed_is_refused_reported_and_repaired(rmem: redismem.Mem
     done = await repair_feed(rmem.client, ns)
     assert done.sequence == 4
     assert done.removed == (() if damage == "counter" else (MAX_ID,))
-    assert await scope.set("k", "after the repair") == 1
+    assert (await scope.set("k", "after the repair")).revision == 1
     events = (await rmem.changes(after=0)).items
     assert [e.sequence for e in events] == [1, 2, 3, 4, 5]
     assert await findings(rmem) == {}

@@ -99,7 +99,7 @@ class MemoryModel(RuleBasedStateMachine):
 
     @rule(key=keys, value=values, ttl=ttls)
     def set(self, key: str, value: Any, ttl: str | None) -> None:
-        revision = self.run(self.scope.set(key, value, ttl_seconds=self._ttl(ttl)))
+        revision = self.run(self.scope.set(key, value, ttl_seconds=self._ttl(ttl))).revision
         self._expire(ttl)
         self._written(key, value, revision, ttl)
 
@@ -109,7 +109,7 @@ class MemoryModel(RuleBasedStateMachine):
         expected = entry.revision if right else entry.revision + 1
         if right:
             self._written(key, value, self.run(self.scope.set(
-                key, value, expected_revision=expected)), None)
+                key, value, expected_revision=expected)).revision, None)
             return
         with pytest.raises(redismem.ConflictError) as info:
             self.run(self.scope.set(key, value, expected_revision=expected))
@@ -120,7 +120,7 @@ class MemoryModel(RuleBasedStateMachine):
         revisions = self.run(self.scope.set_many(mapping, ttl_seconds=self._ttl(ttl)))
         self._expire(ttl)
         for key, value in mapping.items():
-            self._written(key, value, revisions[key], ttl)
+            self._written(key, value, revisions[key].revision, ttl)
 
     @rule(key=keys, cas=st.sampled_from([None, "right", "stale"]))
     def delete(self, key: str, cas: str | None) -> None:
@@ -155,14 +155,14 @@ class MemoryModel(RuleBasedStateMachine):
                 self.run(self.scope.append(key, item, max_items=max_items))
             return
         items = [*(entry.value or []), item]
-        revision = self.run(self.scope.append(key, item, max_items=max_items))
+        revision = self.run(self.scope.append(key, item, max_items=max_items)).revision
         self._written(key, items[-max_items:] if max_items else items, revision, None)
 
     @rule(key=keys, patch=patches)
     def merge(self, key: str, patch: dict[str, Any]) -> None:
         entry = self.model[key]
         merged = merge_patch(entry.value if entry.revision else None, patch)
-        self._written(key, merged, self.run(self.scope.merge(key, patch)), None)
+        self._written(key, merged, self.run(self.scope.merge(key, patch)).revision, None)
 
     @rule()
     def expire_a_crowd(self) -> None:
@@ -190,7 +190,7 @@ class MemoryModel(RuleBasedStateMachine):
                     listed = await scope.list_keys()
                     got = await scope.get_many(KEYS)
                     # a re-created key goes on from the last revision issued
-                    next_revisions = {key: await scope.set(key, 0) for key in KEYS}
+                    next_revisions = {key: (await scope.set(key, 0)).revision for key in KEYS}
             return listed, got, next_revisions
 
         listed, got, next_revisions = self.run(round_trip())

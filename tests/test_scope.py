@@ -11,6 +11,8 @@ from redismem import demo
 from redismem import keys as K
 from redismem._connection import Connection
 
+from .helpers import revisions_of
+
 pytestmark = pytest.mark.on_cluster
 
 
@@ -76,7 +78,7 @@ async def test_values_round_trip(mem: redismem.Memory) -> None:
     scope = mem.global_scope()
     values = [None, True, 0, -1.5, "tëxt ✓", [1, [2]], {"b": 1, "a": {"z": None}}, "x" * 10_000]
     for i, value in enumerate(values):
-        assert await scope.set(f"k{i}", value) == 1
+        assert (await scope.set(f"k{i}", value)).revision == 1
         assert await scope.get(f"k{i}") == redismem.MemoryValue(value, 1, True)
     stored = await mem.client.hget(K.value(mem.namespace, "global", "_", "k6"), "v")
     assert stored == b'{"a":{"z":null},"b":1}'  # canonical JSON
@@ -88,8 +90,8 @@ async def test_missing_key(mem: redismem.Memory) -> None:
 
 async def test_conflict(mem: redismem.Memory) -> None:
     scope = mem.session("s")
-    assert await scope.set("k", 1) == 1
-    assert await scope.set("k", 2, expected_revision=1) == 2
+    assert (await scope.set("k", 1)).revision == 1
+    assert (await scope.set("k", 2, expected_revision=1)).revision == 2
     with pytest.raises(redismem.ConflictError) as info:
         await scope.set("k", 3, expected_revision=1)
     err = info.value
@@ -99,9 +101,9 @@ async def test_conflict(mem: redismem.Memory) -> None:
 
 async def test_set_many_takes_an_expected_revision_per_key(mem: redismem.Memory) -> None:
     scope = mem.session("s")
-    assert await scope.set_many({"a": 1, "b": 1}) == {"a": 1, "b": 1}
-    assert await scope.set_many({"a": 2, "b": 2, "c": 2},
-                                expected_revisions={"a": 1, "c": 0}) == {"a": 2, "b": 2, "c": 1}
+    assert revisions_of(await scope.set_many({"a": 1, "b": 1})) == {"a": 1, "b": 1}
+    assert revisions_of(await scope.set_many({"a": 2, "b": 2, "c": 2}, expected_revisions={
+        "a": 1, "c": 0})) == {"a": 2, "b": 2, "c": 1}
     before = {k: v for k, v in (await scope.get_many(["a", "b", "c"])).items()}
     with pytest.raises(redismem.ConflictError) as stale:
         await scope.set_many({"a": 3, "b": 3}, expected_revisions={"b": 1})
@@ -116,7 +118,7 @@ async def test_set_many_takes_an_expected_revision_per_key(mem: redismem.Memory)
 
 async def test_create_only(mem: redismem.Memory) -> None:
     scope = mem.session("s")
-    assert await scope.set("k", "first", expected_revision=0) == 1
+    assert (await scope.set("k", "first", expected_revision=0)).revision == 1
     with pytest.raises(redismem.ConflictError) as info:
         await scope.set("k", "second", expected_revision=0)
     assert (info.value.expected, info.value.actual) == (0, 1)
@@ -125,11 +127,11 @@ async def test_create_only(mem: redismem.Memory) -> None:
 
 async def test_stale_revision_after_delete_and_recreate(mem: redismem.Memory) -> None:
     scope = mem.session("s")
-    assert await scope.set("k", "a") == 1
+    assert (await scope.set("k", "a")).revision == 1
     assert await scope.delete("k") is True
     assert await scope.get("k") == redismem.MemoryValue(None, 0, False)
     recreated = await scope.set("k", "b", expected_revision=0)
-    assert recreated > 1  # revisions go on across the delete: no ABA
+    assert recreated.revision > 1  # revisions go on across the delete: no ABA
     with pytest.raises(redismem.ConflictError):
         await scope.set("k", "stale", expected_revision=1)
     with pytest.raises(redismem.ConflictError):
@@ -169,14 +171,15 @@ async def test_namespaces_are_isolated(mem: redismem.Memory) -> None:
 
 async def test_get_many_and_set_many(mem: redismem.Memory) -> None:
     scope = mem.session("s")
-    revisions = await scope.set_many({"a": 1, "b": [2], "c": {"x": 3}})
-    assert revisions == {"a": 1, "b": 1, "c": 1}
-    assert await scope.set_many({"a": 10}) == {"a": 2}
+    written = await scope.set_many({"a": 1, "b": [2], "c": {"x": 3}})
+    V = redismem.MemoryValue
+    assert written == {"a": V(1, 1, True), "b": V([2], 1, True), "c": V({"x": 3}, 1, True)}
+    assert revisions_of(await scope.set_many({"a": 10})) == {"a": 2}
     got = await scope.get_many(["a", "b", "missing", "a"])
     assert got == {"a": redismem.MemoryValue(10, 2, True), "b": redismem.MemoryValue([2], 1, True),
                    "missing": redismem.MemoryValue(None, 0, False)}
     assert await scope.get_many([]) == {}
-    assert await scope.set_many({}) == {}
+    assert revisions_of(await scope.set_many({})) == {}
 
 
 async def test_set_many_is_all_or_nothing(mem: redismem.Memory) -> None:
@@ -191,12 +194,12 @@ async def test_set_many_is_all_or_nothing(mem: redismem.Memory) -> None:
 
 async def test_update(mem: redismem.Memory) -> None:
     scope = mem.session("s")
-    assert await scope.update("n", lambda v: (v or 0) + 1) == 1
+    assert (await scope.update("n", lambda v: (v or 0) + 1)).value == 1
 
     async def double(v: int) -> int:
         return v * 2
 
-    assert await scope.update("n", double) == 2
+    assert (await scope.update("n", double)).value == 2
     assert await scope.get("n") == redismem.MemoryValue(2, 2, True)
     with pytest.raises(ValueError, match="attempts"):
         await scope.update("n", lambda v: v, attempts=0)

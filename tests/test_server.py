@@ -71,7 +71,7 @@ async def test_server_without_modules_reports_no_search(monkeypatch: pytest.Monk
         async with await redismem.connect(plain.start().url, namespace="p") as mem:
             assert mem.capabilities.search is False
             assert mem.capabilities.vector_search == "exact"
-            assert await mem.global_scope().set("k", 1) == 1
+            assert (await mem.global_scope().set("k", 1)).revision == 1
     finally:
         plain.stop()
 

@@ -81,7 +81,7 @@ async def test_the_facade_writes_a_mebibyte_of_small_floats(stall_url: str) -> N
     try:
         async with await redismem.connect(stall_url, namespace="stall") as mem:
             scope = mem.session("abuse")
-            assert await scope.set("floats", [1.5e-300] * 116000) == 1
+            assert (await scope.set("floats", [1.5e-300] * 116000)).revision == 1
             assert await client.ping()
             assert len((await scope.get("floats")).value) == 116000
     finally:

@@ -190,8 +190,8 @@ async def test_text_search_ranks_by_bm25(store: RedisMemoryStore) -> None:
 
 async def test_state_takes_compare_and_set_and_expiry(store: RedisMemoryStore) -> None:
     rev = await store.put_state("t1", "plan", {"step": 1}, ttl_seconds=3600)
-    assert rev == 1
-    assert await store.put_state("t1", "plan", {"step": 2}, expected_revision=rev) == 2
+    assert rev == redismem.MemoryValue({"step": 1}, 1, True)
+    assert (await store.put_state("t1", "plan", {"step": 2}, expected_revision=rev)).revision == 2
     with pytest.raises(redismem.ConflictError):  # a second worker resuming from revision 1
         await store.put_state("t1", "plan", {"step": "forked"}, expected_revision=rev)
     assert await store.get_state("t1", "plan") == {"step": 2}

@@ -50,11 +50,11 @@ def test_the_readme_program_runs_without_await(redis_url: str, tmp_path: Path) -
 def test_every_kind_of_call_works_without_await(redis_url: str, ns: str) -> None:
     with redismem.sync.connect(redis_url, namespace=ns, principal="tester") as mem:
         notes = mem.session("s-1")
-        rev = notes.set("notes", ["a"], ttl_seconds=60)
-        assert notes.get("notes") == redismem.MemoryValue(["a"], rev, True)
+        written = notes.set("notes", ["a"], ttl_seconds=60)
+        assert notes.get("notes") == written == redismem.MemoryValue(["a"], 1, True)
         with pytest.raises(redismem.ConflictError):
             notes.set("notes", ["b"], expected_revision=0)
-        assert notes.update("notes", lambda v: [*v, "b"]) == ["a", "b"]
+        assert notes.update("notes", lambda v: [*v, "b"]).value == ["a", "b"]
         assert notes.incr("hits").value == 1
         assert notes.keys().keys == ["hits", "notes"]
         with notes.turn() as turn:

@@ -83,7 +83,7 @@ async def test_rediss_with_a_ca_and_client_certificates(tls_server: dict[str, st
     alice = f"rediss://alice:alice-pw-01234@127.0.0.1:{port}/0?{tls_server['query']}"
     async with await redismem.connect(alice, namespace="tls") as mem:
         assert mem.principal == "alice"
-        assert await mem.session("s").set("k", 2) == 2
+        assert (await mem.session("s").set("k", 2)).revision == 2
         page = await mem.session("s").changes(after=0)
         assert page.items[-1].principal == "alice"
         with pytest.raises(redismem.PermissionDeniedError):

@@ -21,7 +21,7 @@ async def feed_length(mem: redismem.Memory) -> int:
 async def test_expired_key_is_absent_unlisted_and_silent(mem: redismem.Memory) -> None:
     scope = mem.session("s")
     await scope.set("keep", 1)
-    assert await scope.set("gone", 2, ttl_seconds=0.05) == 1
+    assert (await scope.set("gone", 2, ttl_seconds=0.05)).revision == 1
     assert (await scope.get("gone")).value == 2
     assert await scope.list_keys() == ["gone", "keep"]
     events = await feed_length(mem)
@@ -35,7 +35,7 @@ async def test_expired_key_is_absent_unlisted_and_silent(mem: redismem.Memory) -
     assert await mem.client.zrange(K.names(mem.namespace, "value", "session", "s"), 0, -1) == [
         b"keep", b"other"]
     # and the key comes back with a revision after its last one
-    assert await scope.set("gone", 4, expected_revision=0) == 2
+    assert (await scope.set("gone", 4, expected_revision=0)).revision == 2
 
 
 # every write of a value or vector, as (kind, call): the call writes key "k"
@@ -109,7 +109,7 @@ async def test_update_keeps_expiry(mem: redismem.Memory) -> None:
     assert 0 < ttl <= 60_000
     await scope.set("short", 1, ttl_seconds=0.05)
     await asyncio.sleep(0.1)
-    assert await scope.update("short", lambda v: (v or 0) + 10) == 10
+    assert (await scope.update("short", lambda v: (v or 0) + 10)).value == 10
     assert await mem.client.pttl(K.value(mem.namespace, "session", "s", "short")) == -1
 
 

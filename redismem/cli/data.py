@@ -76,8 +76,8 @@ async def set_cmd(mem: Memory, scope_spec: str, key: str, value: str | None, ttl
     else:
         text, what = str(value), "VALUE"
     parsed = text if as_string else json_arg(text, what, hint="; --string stores text as is")
-    revision = await scope_of(mem, scope_spec).set(key, parsed, **expiry(ttl, persist),
-                                                 expected_revision=expected_revision)
+    revision = (await scope_of(mem, scope_spec).set(key, parsed, **expiry(ttl, persist),
+                                                  expected_revision=expected_revision)).revision
     emit({"key": key, "revision": revision}, as_json, lambda d: f"revision {d['revision']}")
 
 
@@ -107,8 +107,8 @@ async def incr_cmd(mem: Memory, scope_spec: str, key: str, by: int, ttl: float |
 async def append_cmd(mem: Memory, scope_spec: str, key: str, item: str, max_items: int | None,
                      ttl: float | None, persist: bool, as_json: bool) -> None:
     """Append ITEM (JSON) to the list at KEY (absent = []) in one server-side call."""
-    revision = await scope_of(mem, scope_spec).append(key, json_arg(item, "ITEM"),
-                                                    max_items=max_items, **expiry(ttl, persist))
+    revision = (await scope_of(mem, scope_spec).append(
+        key, json_arg(item, "ITEM"), max_items=max_items, **expiry(ttl, persist))).revision
     emit({"key": key, "revision": revision}, as_json, lambda d: f"revision {d['revision']}")
 
 
@@ -122,8 +122,8 @@ async def merge_cmd(mem: Memory, scope_spec: str, key: str, patch: str, ttl: flo
                     persist: bool, as_json: bool) -> None:
     """Apply PATCH (a JSON object; null deletes a member) to the object at KEY
     as an RFC 7386 merge patch, in one server-side call."""
-    revision = await scope_of(mem, scope_spec).merge(key, json_arg(patch, "PATCH"),
-                                                   **expiry(ttl, persist))
+    revision = (await scope_of(mem, scope_spec).merge(key, json_arg(patch, "PATCH"),
+                                                    **expiry(ttl, persist))).revision
     emit({"key": key, "revision": revision}, as_json, lambda d: f"revision {d['revision']}")
 
 

@@ -54,6 +54,17 @@ def scope_of(mem: redismem.Memory, name: str) -> redismem.MemoryScope:
     return mem.global_scope() if kind == "global" else mem.session(sid)
 
 
+def _recorded(result: Any) -> Any:
+    """What the history keeps of a call's result: a write's MemoryValue as
+    its revision (set_many: key -> revision), anything else as it is."""
+    if isinstance(result, redismem.MemoryValue):
+        return result.revision
+    if isinstance(result, dict) and result and all(
+            isinstance(v, redismem.MemoryValue) for v in result.values()):
+        return {k: v.revision for k, v in result.items()}
+    return result
+
+
 class Client:
     """One sequential task: one connection, one principal."""
 
@@ -72,7 +83,7 @@ class Client:
         except RedisMemError as exc:
             self.rec.complete(op, FAIL, None, f"{type(exc).__name__}: {exc}")
         else:
-            self.rec.complete(op, OK, result)
+            self.rec.complete(op, OK, _recorded(result))
         return op
 
     def next_id(self) -> str:
@@ -124,7 +135,7 @@ class Client:
                 return {"op": name, "n": n + 1}
 
             async def update() -> str:
-                return redismem_json(await scope.update(key, bump))
+                return redismem_json((await scope.update(key, bump)).value)
             await self.call("update", update, scope=scope_name, key=key, op=name)
         elif roll < 0.51:
             value = self.value()
