@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import inspect
+import itertools
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -65,9 +66,17 @@ def kind_arg(kind: object) -> str | None:
 
 def patterns_arg(patterns: str | Iterable[str]) -> tuple[str, ...]:
     """One shell-style pattern or several, as a tuple."""
-    found = (patterns,) if isinstance(patterns, str) else tuple(patterns)
-    if not found or not all(isinstance(p, str) and p for p in found):
-        raise InvalidArgumentError(f"patterns must be non-empty strings, got {patterns!r}")
+    if isinstance(patterns, str):
+        found: tuple[str, ...] = (patterns,)
+    else:
+        found = tuple(itertools.islice(patterns, limits.MAX_PATTERNS + 1))
+    if len(found) > limits.MAX_PATTERNS:
+        raise InvalidArgumentError(f"at most {limits.MAX_PATTERNS} patterns, got more")
+    if not found or not all(isinstance(p, str) and p and len(p) <= 4 * limits.MAX_KEY_BYTES
+                            for p in found):
+        raise InvalidArgumentError(f"patterns must be non-empty strings of at most "
+                                   f"{4 * limits.MAX_KEY_BYTES} characters, got "
+                                   f"{str(patterns)[:200]!r}")
     return found
 
 

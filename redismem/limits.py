@@ -81,3 +81,7 @@ SETTING_BOUNDS: dict[str, tuple[int, int]] = {
 """Integer namespace settings and their bounds (``lua/lib/40_config.lua``)."""
 SETTING_CHOICES: dict[str, tuple[str, ...]] = {"vector_index": ("flat", "hnsw")}
 """Word namespace settings and their choices."""
+
+MAX_PATTERNS = 100
+"""Key patterns one watch, listener or changes filter takes at most: each
+event is matched against every one, in the client."""

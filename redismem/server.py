@@ -206,6 +206,15 @@ def _pid_alive(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0] != "Z"
 
 
+def _is_redis_server(pid: int) -> bool:
+    """Whether process ``pid`` runs a redis-server (True where /proc cannot tell)."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return not Path("/proc/self").exists()
+    return b"redis-server" in command or b"redis-stack-server" in command
+
+
 def _client(port: int, password: str | None, timeout: float | None = None) -> redis.Redis:
     """A client that does not retry: a server that is gone should fail at once."""
     return redis.Redis(host="127.0.0.1", port=port, password=password, socket_timeout=timeout,
@@ -348,17 +357,37 @@ class EmbeddedServer:
         _write_private(self.data_dir / _PASSWORD_FILE, secrets.token_urlsafe(32) + "\n")
         return self.password() or ""
 
-    def state(self) -> ServerState | None:
-        """The running server of this data directory, or None."""
+    def _recorded(self) -> ServerState | None:
+        """The server ``server.json`` names, whether or not it runs."""
         try:
             raw = json.loads(self._state_path.read_text())
-            state = ServerState(int(raw["port"]), int(raw["pid"]), str(raw["appendfsync"]),
-                                self.password())
+            return ServerState(int(raw["port"]), int(raw["pid"]), str(raw["appendfsync"]),
+                               self.password())
         except (OSError, ValueError, KeyError, TypeError):
             return None
-        if _pid_alive(state.pid) and _ping(state.port, state.password):
+
+    def state(self) -> ServerState | None:
+        """The running server of this data directory, or None."""
+        state = self._recorded()
+        if state is not None and _pid_alive(state.pid) and _ping(state.port, state.password):
             return state
         return None
+
+    def _locked_out(self) -> ServerState | None:
+        """A redis-server of this data directory that runs (its pid file
+        names a live redis-server) but refuses the password kept here: its
+        default user's password was changed, or the user locked. A second
+        server must not start on the same files."""
+        try:
+            pid = int((self.data_dir / _PID_FILE).read_text().strip())
+        except (OSError, ValueError):
+            return None
+        recorded = self._recorded()
+        # both files name it (a pid alone may have been reused by now)
+        if recorded is None or recorded.pid != pid or not _pid_alive(pid) or (
+                not _is_redis_server(pid)):
+            return None
+        return ServerState(recorded.port, pid, recorded.appendfsync, None)
 
     def start(self, *, timeout: float = 20.0) -> ServerState:
         """Start the server, or attach to the one already running here.
@@ -372,6 +401,13 @@ class EmbeddedServer:
         """
         with self._locked():
             state = self.state()
+            if state is None and (stuck := self._locked_out()) is not None:
+                raise ServerStartError(
+                    f"a redis-server (pid {stuck.pid}, port {stuck.port}) already runs on "
+                    f"{self.data_dir.resolve()} but refuses the password "
+                    f"in {self.password_file.resolve()} (its default user's password was "
+                    "changed, or the user locked): a second server must not share its files. "
+                    "Stop it (redismem down stops it by its pid), or put the password back")
             if state is not None:
                 if self.appendfsync and state.appendfsync != self.appendfsync:
                     client = _client(state.port, state.password)
@@ -454,9 +490,20 @@ class EmbeddedServer:
             {"port": state.port, "pid": state.pid, "appendfsync": state.appendfsync}))
 
     def stop(self, *, timeout: float = 20.0) -> bool:
-        """Shut the server down cleanly (AOF flushed). False when none ran."""
+        """Shut the server down cleanly (AOF flushed); one that refuses the
+        password kept here is sent SIGTERM (it flushes the AOF too). False
+        when none ran."""
         with self._locked():
             state = self.state()
+            if state is None and (stuck := self._locked_out()) is not None:
+                os.kill(stuck.pid, signal.SIGTERM)
+                deadline = time.monotonic() + timeout
+                while _pid_alive(stuck.pid) and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                if _pid_alive(stuck.pid):
+                    os.kill(stuck.pid, signal.SIGKILL)
+                self._state_path.unlink(missing_ok=True)
+                return True
             if state is None:
                 self._state_path.unlink(missing_ok=True)
                 return False

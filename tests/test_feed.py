@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import subprocess
 import sys
 import time
@@ -312,3 +313,15 @@ async def test_a_watch_interval_longer_than_the_socket_timeout_still_blocks(
         await asyncio.wait_for(delivered.wait(), 10)
         stop.set()
         assert await asyncio.wait_for(task, 10) == ["late"]
+
+
+async def test_a_watch_takes_a_bounded_number_of_patterns(mem: redismem.Memory) -> None:
+    """Each event is matched against every pattern in the client: 100k
+    patterns spent minutes of CPU and never reached the stop check."""
+    endless = (f"p{i}*" for i in itertools.count())
+    for patterns in (endless, [f"k{i}" for i in range(101)]):
+        with pytest.raises(redismem.InvalidArgumentError, match="at most 100 patterns"):
+            mem.watch(patterns)
+    with pytest.raises(redismem.InvalidArgumentError, match="non-empty strings"):
+        mem.watch(["x" * 5000])
+    assert mem.watch([f"k{i}" for i in range(100)]) is not None

@@ -345,7 +345,7 @@ async def test_flushall_keeps_functions(lone_client: Any) -> None:
 FIXED_ARITY = {"create_session": 3, "delete_memory": 3, "delete_value": 8, "delete_vector": 8,
                "events_since": 5, "get_config": 1, "list_keys": 7, "recent_events": 4,
                "trim_feed": 2, "upsert_memory": 7, "modify_value": 11, "turn_acquire": 7,
-               "turn_release": 6, "turn_renew": 7}
+               "turn_release": 6, "turn_renew": 7, "version": 0}
 
 
 def test_a_trailing_extra_argument_is_refused(redis_url: str) -> None:
@@ -356,10 +356,14 @@ def test_a_trailing_extra_argument_is_refused(redis_url: str) -> None:
     client.function_load(library.bundled().code, replace=True)
     try:
         for name, most in FIXED_ARITY.items():
-            read_only = name in ("events_since", "get_config", "list_keys", "recent_events")
+            read_only = name in ("events_since", "get_config", "list_keys", "recent_events",
+                                 "version")
             call = client.fcall_ro if read_only else client.fcall
             with pytest.raises(redis.ResponseError, match=f"^INVALID_ARGUMENT expected at most "
                                                           f"{most} arguments"):
                 call(f"redismem_{name}", 0, *["x"] * (most + 1))
+        with pytest.raises(redis.ResponseError,
+                           match=r"^INVALID_ARGUMENT redismem_version takes no keys"):
+            client.fcall_ro("redismem_version", 1, "rm:{x}:k")
     finally:
         client.close()

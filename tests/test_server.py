@@ -29,6 +29,35 @@ def test_second_process_attaches(tmp_path: Path) -> None:
     assert not (tmp_path / "server.json").exists()
 
 
+@pytest.mark.parametrize("change", ["rotate", "lock"])
+def test_one_server_per_data_directory_whatever_its_password(tmp_path: Path,
+                                                              change: str) -> None:
+    """Once the default user's password no longer matches the one kept in
+    the directory (rotated, or the user locked), a start used to launch a
+    second redis-server on the same files; now it refuses, naming the
+    running one, and `down` stops that one by its pid."""
+    embedded = EmbeddedServer(tmp_path)
+    state = embedded.start()
+    try:
+        with redis.Redis(port=state.port, password=state.password) as client:
+            client.execute_command("ACL", "SETUSER", "ops", "on", ">opspassword-123", "~*",
+                                   "&*", "+@all")
+            rules = (["resetpass", ">another-password-1"] if change == "rotate"
+                     else ["reset", "on", "~*", "&*", "+@all"])
+            client.execute_command("ACL", "SETUSER", "default", *rules)
+        with pytest.raises(redismem.ServerStartError, match=f"pid {state.pid}, port "
+                                                            f"{state.port}\\) already runs"):
+            EmbeddedServer(tmp_path).start()
+        assert int((tmp_path / "redis.pid").read_text()) == state.pid  # no second server
+        with redis.Redis(port=state.port, username="ops", password="opspassword-123") as ops:
+            assert ops.ping()  # the first one still serves
+        assert EmbeddedServer(tmp_path).stop() is True
+        assert not server._pid_alive(state.pid)
+    finally:
+        if server._pid_alive(state.pid):
+            os.kill(state.pid, 9)
+
+
 def test_bad_appendfsync() -> None:
     with pytest.raises(ValueError, match="appendfsync"):
         EmbeddedServer("x", appendfsync="never")  # type: ignore[arg-type]
