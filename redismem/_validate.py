@@ -32,6 +32,19 @@ WHITESPACE = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000-\u200a\u2028\
 """Every character of ``str.isspace()``, as a regex class body (UNICODE_SPACES in Lua)."""
 _BAD_ID = re.compile(f"[:{{}}{WHITESPACE}\\x00-\\x1f\\x7f]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_FORMAT = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in limits.FORMAT_RANGES) + "]")
+"""A format character (Unicode category Cf): invisible, or reordering text."""
+
+
+def _format_problem(text: str) -> str | None:
+    """'format characters ...: U+XXXX at byte N', naming the first one
+    (not showing the text: it would reorder the message around it)."""
+    found = _FORMAT.search(text)
+    if found is None:
+        return None
+    at = len(text[:found.start()].encode()) + 1
+    return (f"format characters (invisible, or reordering the text): "
+            f"U+{ord(found[0]):04X} at byte {at}")
 _CURSOR = re.compile(r"(?:[0-9a-f]{2})+")
 
 
@@ -59,6 +72,9 @@ def check_id(what: str, text: object) -> str:
             f"{what} must not contain ':', '{{', '}}', whitespace or control characters, "
             f"got {_show(text)}"
         )
+    problem = _format_problem(text)
+    if problem:
+        raise InvalidIdError(f"{what} must not contain {problem}")
     return text
 
 
@@ -71,6 +87,9 @@ def check_key(key: object) -> str:
         raise InvalidKeyError(f"key is {size} bytes, the limit is {limits.MAX_KEY_BYTES}")
     if _CONTROL.search(key):
         raise InvalidKeyError(f"key must not contain control characters, got {_show(key)}")
+    problem = _format_problem(key)
+    if problem:
+        raise InvalidKeyError(f"key must not contain {problem}")
     return key
 
 

@@ -513,7 +513,8 @@ class Functions:
     async def turn_renew(self, ns: str, scope: str, sid: str, principal: str, holder: str,
                          token: int, ttl_ms: int) -> int:
         """``redismem_turn_renew``: the turn's new expiry (epoch ms)."""
-        return int(await self._call("redismem_turn_renew", [K.turn(ns, scope, sid)],
+        return int(await self._call("redismem_turn_renew",
+                                    [K.turn(ns, scope, sid), K.principal(ns, principal)],
                                     [ns, scope, sid, principal, holder, str(token),
                                      str(ttl_ms)]))
 

@@ -85,3 +85,14 @@ SETTING_CHOICES: dict[str, tuple[str, ...]] = {"vector_index": ("flat", "hnsw")}
 MAX_PATTERNS = 100
 """Key patterns one watch, listener or changes filter takes at most: each
 event is matched against every one, in the client."""
+
+FORMAT_RANGES = (
+    (0xad, 0xad), (0x600, 0x605), (0x61c, 0x61c), (0x6dd, 0x6dd), (0x70f, 0x70f),
+    (0x890, 0x891), (0x8e2, 0x8e2), (0x180e, 0x180e), (0x200b, 0x200f), (0x202a, 0x202e),
+    (0x2060, 0x2064), (0x2066, 0x206f), (0xfeff, 0xfeff), (0xfff9, 0xfffb), (0x110bd, 0x110bd),
+    (0x110cd, 0x110cd), (0x13430, 0x1343f), (0x1bca0, 0x1bca3), (0x1d173, 0x1d17a),
+    (0xe0001, 0xe0001), (0xe0020, 0xe007f))
+"""The format characters (Unicode category Cf, through Unicode 15.1) as
+inclusive code point ranges: invisible, or reordering the text around them
+(bidi overrides, zero-width joiners, the BOM), so no key or id holds one
+(``FORMAT_RANGES`` in ``lua/lib/20_validate.lua``; a test checks both)."""

@@ -139,7 +139,7 @@ def turn_call(ns: str, scope: str, sid: str, principal: str, name: str = "acquir
               ) -> list[Any]:
     """Take (or queue for) a turn, or leave its queue (``name`` release): a
     waiter then blocks on its turn_wake list."""
-    holder = f"{principal}-h"
+    holder = f"{principal}/h"
     keys = [K.turn(ns, scope, sid), K.turn_queue(ns, scope, sid), K.sequence(ns),
             K.feed_size(ns), K.principal(ns, principal), K.turn_wake(ns, scope, sid, holder)]
     args = ["1000", "1000"] if name == "acquire" else [""]
@@ -239,8 +239,9 @@ def library_calls() -> list[tuple[str, Callable[[str, str], list[Any]], set[str]
         ("turn_acquire", lambda ns, me: turn_call(ns, *s1, me), {W, A, WK}),
         ("turn_release", lambda ns, me: turn_call(ns, *s1, me, "release"), {W, A, WK}),
         # holding no turn, it is answered TURN_LOST: from inside the function
-        ("turn_renew", lambda ns, me: call("turn_renew", [K.turn(ns, *s1)], ns, *s1, me,
-                                           "nobody", "1", "1000"), {W, A, WK}),
+        ("turn_renew", lambda ns, me: call("turn_renew", [K.turn(ns, *s1), K.principal(ns, me)],
+                                           ns, *s1, me, f"{me}/nobody", "1", "1000"),
+         {W, A, WK}),
     ]
 
 

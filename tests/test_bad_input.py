@@ -142,6 +142,15 @@ def raw_cases(ns: str) -> list[tuple[list[Any], str]]:
         (value_call(ns, key=""), "INVALID_KEY"),
         (value_call(ns, key="k" * 513), "INVALID_KEY"),
         (value_call(ns, key="a\x01b"), "INVALID_KEY"),
+        (value_call(ns, key="invoice\u202etxt.exe"), "INVALID_KEY key must not contain format "
+         "characters (invisible, or reordering the text): U+202E at byte 8"),
+        (value_call(ns, key="a\u200db"), "INVALID_KEY key must not contain format characters "
+         "(invisible, or reordering the text): U+200D at byte 2"),
+        (value_call(ns, key="\ufeffk"), "INVALID_KEY key must not contain format characters "
+         "(invisible, or reordering the text): U+FEFF at byte 1"),
+        (value_call(ns, key="é\U000e0041"), "INVALID_KEY key must not contain format characters "
+         "(invisible, or reordering the text): U+E0041 at byte 3"),
+        (value_call(ns, sid="s\u200b"), "INVALID_ID"),
         (value_call(ns, sid="a:b"), "INVALID_ID"),
         (value_call(ns, sid="a b"), "INVALID_ID"),
         (value_call(ns, sid="a{b"), "INVALID_ID"),

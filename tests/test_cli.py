@@ -344,3 +344,17 @@ async def test_a_refused_login_fails_at_once_naming_the_user(
     assert "wrong-password" not in failed.stderr
     assert refusals() - before == 2  # one attempt each, no retries
     admin.close()
+
+
+def test_names_a_raw_write_put_in_are_printed_escaped(redis_url: str, ns: str) -> None:
+    """A writer's raw ZADD can list a name holding terminal escapes or bidi
+    controls (the library refuses them): every command prints it escaped."""
+    evil = "k\x1b]0;owned\x07\u202e"
+    with redis.Redis.from_url(redis_url) as client:
+        client.zadd(K.names(ns, "value", "session", "s1"), {evil: 0})
+    runner = CliRunner()
+    out = runner.invoke(main, ["keys", "--url", redis_url, "--namespace", ns, "--scope",
+                               "session:s1"])
+    assert out.exit_code == 0, out.output
+    assert "\x1b" not in out.output and "\u202e" not in out.output
+    assert "k\\x1b]0;owned\\x07\\u202e" in out.output

@@ -6,6 +6,8 @@ import json
 import re
 import secrets
 import shutil
+import sys
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ import pytest
 import redis
 
 import redismem
+from redismem import _validate as check
 from redismem import functions, library, limits, restore, transfer
 from redismem.client import open_client
 from redismem.errors import BY_CODE
@@ -197,6 +200,26 @@ def test_lua_and_python_settings_agree() -> None:
     assert "feed_retention_ms = {low = 1, high = LIMITS.max_ttl_ms" in text
     assert bounds == limits.SETTING_BOUNDS
     assert words == limits.SETTING_CHOICES
+
+
+def test_both_sides_refuse_the_same_format_characters() -> None:
+    """FORMAT_RANGES is the same table in Lua and Python, and holds every
+    format character (Unicode category Cf) this Python knows."""
+    text = (LUA / "lib" / "20_validate.lua").read_text()
+    table = re.search(r"local FORMAT_RANGES = \{(.*?)\n\}", text, re.S)
+    assert table is not None
+    lua = tuple((int(a), int(b)) for a, b in re.findall(r"\{(\d+), (\d+)\}", table[1]))
+    assert lua == limits.FORMAT_RANGES
+    covered = {c for a, b in limits.FORMAT_RANGES for c in range(a, b + 1)}
+    known = {c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf"}
+    assert known <= covered, sorted(known - covered)[:10]
+    for bad in ("\u202e", "\u200d", "\ufeff", "\u00ad", "\U000e0001"):
+        with pytest.raises(redismem.InvalidKeyError, match="format characters"):
+            check.check_key(f"a{bad}b")
+        with pytest.raises(redismem.InvalidIdError, match="format characters"):
+            check.check_id("scope id", f"a{bad}b")
+    assert check.check_key("caf\u00e9") == "caf\u00e9"  # NFC or NFD, letters pass
+    assert check.check_key("cafe\u0301") == "cafe\u0301"
 
 
 def test_lua_and_python_limits_agree() -> None:

@@ -235,8 +235,8 @@ async def test_a_dead_waiter_is_skipped_once_its_lease_passed(rmem: redismem.Mem
     ns = rmem.namespace
     holder = await rmem.session("s1").acquire_turn()
     functions = rmem._conn.functions
-    granted, *_ = await functions.turn_acquire(ns, "session", "s1", "tester", "ghost", 30_000,
-                                               100)
+    granted, *_ = await functions.turn_acquire(ns, "session", "s1", "tester", "tester/ghost",
+                                               30_000, 100)
     assert not granted
     await holder.release()  # wakes the ghost, which never comes
     turn = await rmem.session("s1").acquire_turn(wait_seconds=5)
@@ -270,32 +270,58 @@ def turn_keys(ns: str, sid: str, holder: str, name: str = "turn_acquire") -> lis
     ("turn_acquire", {5: "99"}, "INVALID_ARGUMENT ttl in milliseconds must be between 100"),
     ("turn_acquire", {6: "-1"}, "INVALID_ARGUMENT waiter lease in milliseconds must be"),
     ("turn_acquire", {4: "a b"}, "INVALID_ID holder must not contain"),
-    ("turn_acquire", {3: "q"}, "INVALID_ARGUMENT KEYS\\[5\\] must be"),
+    ("turn_acquire", {3: "q", 4: "q/h"}, "INVALID_ARGUMENT KEYS\\[5\\] must be"),
     ("turn_release", {5: "x"}, "INVALID_ARGUMENT token must be an integer"),
     ("turn_renew", {5: "0"}, "INVALID_ARGUMENT token must be between 1"),
+    # a holder id is its principal's: no principal renews, releases or takes another's
+    ("turn_acquire", {4: "q/h"}, "INVALID_ARGUMENT holder 'q/h' is not one of principal 'p'"),
+    ("turn_release", {4: "q/h"}, "INVALID_ARGUMENT holder 'q/h' is not one of principal 'p'"),
+    ("turn_renew", {4: "q/h"}, "INVALID_ARGUMENT holder 'q/h' is not one of principal 'p'"),
+    ("turn_acquire", {4: "p/"}, "INVALID_ARGUMENT holder 'p/' is not one of principal 'p'"),
 ])
 def test_the_lua_functions_refuse_bad_calls_and_change_nothing(
         lua_client: redis.Redis, name: str, change: dict[int, str], error: str) -> None:
     ns = "tbad" + name
-    args = {"turn_acquire": [ns, "session", "s", "p", "h", "1000", "0"],
-            "turn_release": [ns, "session", "s", "p", "h", "1"],
-            "turn_renew": [ns, "session", "s", "p", "h", "1", "1000"]}[name]
+    args = {"turn_acquire": [ns, "session", "s", "p", "p/h", "1000", "0"],
+            "turn_release": [ns, "session", "s", "p", "p/h", "1"],
+            "turn_renew": [ns, "session", "s", "p", "p/h", "1", "1000"]}[name]
     for slot, value in change.items():
         args[slot] = value
-    keys = turn_keys(ns, "s", "h", name)
+    keys = turn_keys(ns, "s", "p/h", name)
     if name == "turn_renew":
-        keys = keys[:1]
+        keys = [keys[0], K.principal(ns, "p")]
     with pytest.raises(redis.ResponseError, match=f"^{error}"):
         fcall(lua_client, name, keys, args)
     assert lua_client.keys(f"rm:{{{ns}}}:*") == []
+
+
+async def test_a_flooded_wake_list_is_emptied_by_the_waiters_next_look(
+        rmem: redismem.Memory) -> None:
+    """A raw LPUSH of 100,000 items onto a waiter's wake list made it spin
+    (an FCALL per item): each acquire call now empties the caller's list."""
+    ns, functions = rmem.namespace, rmem._conn.functions
+    held = await rmem.session("s1").acquire_turn()
+    granted, *_ = await functions.turn_acquire(ns, "session", "s1", "tester", "tester/w",
+                                               30_000, 15_000)
+    assert not granted
+    wake = K.turn_wake(ns, "session", "s1", "tester/w")
+    await rmem.client.lpush(wake, *(["junk"] * 100_000))
+    granted, *_ = await functions.turn_acquire(ns, "session", "s1", "tester", "tester/w",
+                                               30_000, 15_000)
+    assert not granted and await rmem.client.llen(wake) == 0
+    await held.release()  # frees the turn and wakes the waiter: one item
+    assert await rmem.client.llen(wake) == 1
+    granted, *_ = await functions.turn_acquire(ns, "session", "s1", "tester", "tester/w",
+                                               30_000, 15_000)
+    assert granted and await rmem.client.exists(wake) == 0
 
 
 def test_a_token_that_is_not_a_number_is_refused(lua_client: redis.Redis) -> None:
     ns = "tcorrupt"
     lua_client.hset(K.turn(ns, "session", "s"), "token", "lots")
     with pytest.raises(redis.ResponseError, match=r"^TURN_CORRUPT field token of"):
-        fcall(lua_client, "turn_acquire", turn_keys(ns, "s", "h"),
-              [ns, "session", "s", "p", "h", "1000", "0"])
+        fcall(lua_client, "turn_acquire", turn_keys(ns, "s", "p/h"),
+              [ns, "session", "s", "p", "p/h", "1000", "0"])
     assert lua_client.hgetall(K.turn(ns, "session", "s")) == {b"token": b"lots"}
     assert lua_client.exists(K.feed(ns)) == 0
 
@@ -498,13 +524,13 @@ async def test_a_waiter_that_gives_up_gives_back_a_turn_whose_grant_it_never_rea
     granted the turn without learning it: leaving (token None) gives it back
     at once instead of holding the session for a whole ttl."""
     functions, ns = rmem._conn.functions, rmem.namespace
-    granted, token, *_ = await functions.turn_acquire(ns, "session", "s1", "tester", "h1",
+    granted, token, *_ = await functions.turn_acquire(ns, "session", "s1", "tester", "tester/h1",
                                                       30_000, 15_000)
     assert granted and token == 1
-    assert await functions.turn_release(ns, "session", "s1", "tester", "h1", None) is True
+    assert await functions.turn_release(ns, "session", "s1", "tester", "tester/h1", None) is True
     taken = await rmem.session("s1").acquire_turn(wait_seconds=0)
     assert taken.token == 2
-    assert await turn_events(rmem) == [("acquire", "h1", 1), ("release", "h1", 1),
+    assert await turn_events(rmem) == [("acquire", "tester/h1", 1), ("release", "tester/h1", 1),
                                        ("acquire", taken.holder, 2)]
 
 

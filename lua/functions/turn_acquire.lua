@@ -20,7 +20,9 @@
          queued)}.
   Errors: INVALID_ARGUMENT, INVALID_ID, TURN_CORRUPT, REVISION_LIMIT,
           FEED_CORRUPT
-  Feed: 'expire' for a lapsed turn it finds, 'acquire' when it grants one.  ]]
+  Feed: 'expire' for a lapsed turn it finds, 'acquire' when it grants one.
+  The holder's wake list is emptied by every call: a waiter is woken once
+  per push, and items a raw LPUSH piled up cannot make it spin.           ]]
 
 local function turn_acquire(keys, args)
   count_args(args, 7, 'namespace, scope, scope id, principal, holder, ttl, lease', 7)
@@ -54,6 +56,7 @@ local function turn_acquire(keys, args)
     plan_event(w, t.holder, 'acquire', t.token + 1, nil)
   end
   publish(w)
+  redis.call('DEL', t.wake) -- this call is the waiter's look at the turn
   drop_waiters(t, lapsed)
   if granted then
     leave_queue(t, t.holder)

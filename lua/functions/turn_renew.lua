@@ -1,5 +1,8 @@
 --[[ redismem_turn_renew: extend the holder's turn (lib/65_turns.lua).
   KEYS[1] turn hash       rm:{<ns>}:turn:<scope>:<sid>
+  KEYS[2] principal key   rm:{<ns>}:who:<principal>:<bucket> (lib/55_requests.lua):
+          the server's ACL proves the principal, whose holder ids alone it
+          may renew
   ARGV[1] namespace  ARGV[2] scope (session or workflow)  ARGV[3] scope id
   ARGV[4] principal  ARGV[5] holder  ARGV[6] the token of the holder's turn
   ARGV[7] the time to live from now, in ms
@@ -10,8 +13,9 @@
 
 local function turn_renew(keys, args)
   count_args(args, 7, 'namespace, scope, scope id, principal, holder, token, ttl', 7)
-  expect_keys(keys, 1)
+  expect_keys(keys, 2)
   local t = turn_call(keys, args)
+  expect_who(keys, 2, t.c, t.principal)
   local token = parse_int('token', args[6], 1, LIMITS.max_revision)
   local ttl = parse_turn_ms('ttl', args[7])
   read_turn(t)

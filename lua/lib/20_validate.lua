@@ -1,8 +1,11 @@
 --[[ validate: names, scopes, keys, JSON values, TTLs, revisions, cursors.
   Namespaces, scope ids and principals: 1..max_id_bytes bytes of UTF-8, no
   ':', '{', '}', whitespace (Python's str.isspace(), listed in
-  UNICODE_SPACES beyond ASCII) or control characters. Keys: 1..max_key_bytes
-  bytes of UTF-8 without control characters (U+0000..U+001F, U+007F).
+  UNICODE_SPACES beyond ASCII), control characters or format characters
+  (Unicode category Cf: bidi overrides, zero-width joiners, the BOM;
+  FORMAT_RANGES). Keys: 1..max_key_bytes bytes of UTF-8 without control or
+  format characters (U+0000..U+001F, U+007F, FORMAT_RANGES). Names are not
+  normalized: NFC and NFD spellings of one text are two names.
   redismem/_validate.py applies the same rules.                          ]]
 
 local SCOPES = {session = true, actor = true, workflow = true, global = true}
@@ -12,6 +15,47 @@ local KINDS = {value = 'val', vector = 'vec'}
 -- U+1680, U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000.
 local UNICODE_SPACES = {'\194[\133\160]', '\225\154\128', '\226\128[\128-\138\168\169\175]',
                         '\226\129\159', '\227\128\128'}
+
+-- The format characters (Unicode category Cf, through Unicode 15.1) as code
+-- point ranges: invisible, or reordering the text around them, so two names
+-- that print alike could differ (redismem/limits.py FORMAT_RANGES).
+local FORMAT_RANGES = {
+  {173, 173}, {1536, 1541}, {1564, 1564}, {1757, 1757}, {1807, 1807}, {2192, 2193},
+  {2274, 2274}, {6158, 6158}, {8203, 8207}, {8234, 8238}, {8288, 8292}, {8294, 8303},
+  {65279, 65279}, {65529, 65531}, {69821, 69821}, {69837, 69837}, {78896, 78911},
+  {113824, 113827}, {119155, 119162}, {917505, 917505}, {917536, 917631}
+}
+
+-- The first format character of valid UTF-8 ``text`` past ASCII, as
+-- 'U+XXXX at byte N' (the text itself is not shown: it would reorder the
+-- message around it), or nil.
+local function format_char(text)
+  local at, size = 1, #text
+  while true do
+    at = string.find(text, '[\194-\244]', at)
+    if not at then
+      return nil
+    end
+    local b1, b2, b3, b4 = string.byte(text, at, at + 3)
+    local cp, len
+    if b1 < 224 then
+      cp, len = (b1 - 192) * 64 + (b2 - 128), 2
+    elseif b1 < 240 then
+      cp, len = ((b1 - 224) * 64 + (b2 - 128)) * 64 + (b3 - 128), 3
+    else
+      cp, len = (((b1 - 240) * 64 + (b2 - 128)) * 64 + (b3 - 128)) * 64 + (b4 - 128), 4
+    end
+    for _, range in ipairs(FORMAT_RANGES) do
+      if cp >= range[1] and cp <= range[2] then
+        return string.format('U+%04X at byte %d', cp, at)
+      end
+    end
+    at = at + len
+    if at > size then
+      return nil
+    end
+  end
+end
 
 local function check_id(what, text)
   if type(text) ~= 'string' or #text == 0 then
@@ -35,6 +79,11 @@ local function check_id(what, text)
   if bad then
     fail('INVALID_ID', what .. " must not contain ':', '{', '}', whitespace or control characters, got " .. show(text))
   end
+  local format = format_char(text)
+  if format then
+    fail('INVALID_ID', what .. ' must not contain format characters (invisible, or reordering '
+         .. 'the text): ' .. format)
+  end
   return text
 end
 
@@ -50,6 +99,11 @@ local function check_key(text)
   end
   if not is_utf8(text) then
     fail('INVALID_KEY', 'key must be valid UTF-8, got ' .. show(text))
+  end
+  local format = string.find(text, '[\194-\244]') and format_char(text)
+  if format then
+    fail('INVALID_KEY', 'key must not contain format characters (invisible, or reordering the '
+         .. 'text): ' .. format)
   end
   return text
 end

@@ -23,14 +23,39 @@ local TURN_SCOPES = {session = true, workflow = true}
 local WAKE_KEEP_MS = 60000
 local PRUNE_WAITERS = 64
 
+-- The holder ids of `principal`: '<principal>/<attempt>', the principal cut
+-- to 100 bytes (never inside a UTF-8 sequence), as redismem/turns.py
+-- makes them.
+local function holder_prefix(principal)
+  local cut = math.min(#principal, 100)
+  if cut < #principal then
+    while cut > 0 and string.byte(principal, cut + 1) >= 0x80
+        and string.byte(principal, cut + 1) <= 0xBF do
+      cut = cut - 1 -- the next byte continues a sequence: drop it whole
+    end
+    local lead = cut > 0 and string.byte(principal, cut)
+    if lead and lead >= 0xC0 then
+      cut = cut - 1 -- a lead byte whose sequence was cut
+    end
+  end
+  return string.sub(principal, 1, cut) .. '/'
+end
+
 -- t from ARGV[1..5] (namespace, scope, scope id, principal, holder) and
--- KEYS[1] (the turn hash).
+-- KEYS[1] (the turn hash). A holder id belongs to the principal that
+-- names it (the call proves the principal by its principal key), so no
+-- principal can renew or release another's turn, or take it as its own.
 local function turn_call(keys, args)
   local c = scope_args(args, 1)
   if not TURN_SCOPES[c.scope] then
     fail('INVALID_ARGUMENT', 'turns are taken in session and workflow scopes, got ' .. show(c.scope))
   end
   local t = {c = c, principal = check_id('principal', args[4]), holder = check_id('holder', args[5])}
+  local prefix = holder_prefix(t.principal)
+  if string.sub(t.holder, 1, #prefix) ~= prefix or #t.holder == #prefix then
+    fail('INVALID_ARGUMENT', 'holder ' .. show(t.holder) .. ' is not one of principal '
+         .. show(t.principal) .. "'s: a holder id is " .. show(prefix .. '<attempt>'))
+  end
   t.key = expect_key(keys, 1, SCHEMA.turn(c))
   return t
 end
@@ -62,7 +87,7 @@ local function queue_call(keys, args)
              feed_size = expect_key(keys, 4, SCHEMA.feed_size(t.c)),
              feed = SCHEMA.feed(t.c)}
   expect_who(keys, 5, t.c, t.principal)
-  expect_key(keys, 6, SCHEMA.turn_wake(t.c, t.holder))
+  t.wake = expect_key(keys, 6, SCHEMA.turn_wake(t.c, t.holder))
   w.settings = write_settings(SCHEMA.config(t.c))
   return t, w
 end

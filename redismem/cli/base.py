@@ -127,6 +127,17 @@ def say(text: str) -> None:
         raise OutputClosed from None
 
 
+def shown(name: str) -> str:
+    """A name (key, scope id, holder, principal) as a terminal may print it:
+    control and format characters (escape sequences, bidi overrides,
+    zero-width joiners a raw write put in a name) as ``\\xNN`` or
+    ``\\uNNNN``, the rest as it is."""
+    if name.isprintable():
+        return name
+    return "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape").decode()
+                   for c in name)
+
+
 def absent() -> str:
     """What a read of an absent key prints: ``(absent)`` on a terminal,
     nothing into a pipe (so that ``| wc -l`` counts)."""

@@ -32,6 +32,7 @@ from .base import (
     scope_of,
     scope_spec,
     scoped_options,
+    shown,
     url_option,
     with_memory,
 )
@@ -162,7 +163,8 @@ async def print_keys(mem: Memory, scope_spec: str, prefix: str | None, kind: Any
             break
     if cursor is not None and not (await scope.keys(prefix, cursor, 1, kind)).keys:
         cursor = None  # the page ended exactly at the last key
-    emit({"keys": names, "next_cursor": cursor}, as_json, lambda d: "\n".join(d["keys"]))
+    emit({"keys": names, "next_cursor": cursor}, as_json,
+         lambda d: "\n".join(shown(k) for k in d["keys"]))
     if cursor is not None and not as_json:
         click.echo(f"(more keys: go on with --cursor {cursor})", err=True)
 
@@ -206,10 +208,11 @@ def _event_payload(event: MemoryChangeEvent) -> str:
 
 
 def _event_line(event: MemoryChangeEvent) -> str:
-    where = f"{event.scope}:{event.scope_id}"
+    where = shown(f"{event.scope}:{event.scope_id}")
     when = iso_ms(event.created_at.timestamp() * 1000)
-    return (f"{event.sequence} {when} {event.action} {event.kind} {where} {event.key} "
-            f"rev {event.revision} by {event.principal}{_event_payload(event)}")
+    return (f"{event.sequence} {when} {shown(event.action)} {shown(event.kind)} {where} "
+            f"{shown(event.key)} rev {event.revision} by {shown(event.principal)}"
+            f"{_event_payload(event)}")
 
 
 def _from_option(_ctx: click.Context, _param: click.Parameter, text: str | None

@@ -10,7 +10,7 @@ import click
 from .. import limits, stats
 from .._validate import SCOPES
 from ..memory import Memory
-from .base import emit, json_option, main, namespace_option, url_option, with_memory
+from .base import emit, json_option, main, namespace_option, shown, url_option, with_memory
 
 
 @main.group("config")
@@ -70,5 +70,6 @@ async def scopes_cmd(mem: Memory, kind: str | None, as_json: bool) -> None:
     rows = [row for row in await stats.scope_counts(mem.client, mem.namespace)
             if kind is None or row["scope"] == kind]
     emit(rows, as_json, lambda rs: "\n".join(
-        f"{r['scope']}:{r['scope_id']}  {r['values']} values, {r['vectors']} vectors"
+        f"{shown(r['scope'])}:{shown(r['scope_id'])}  {r['values']} values, "
+        f"{r['vectors']} vectors"
         for r in rs))

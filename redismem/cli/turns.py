@@ -15,17 +15,18 @@ from .base import (
     main,
     namespace_option,
     scope_spec,
+    shown,
     url_option,
     with_memory,
 )
 
 
 def _line(row: dict[str, Any]) -> str:
-    where = f"{row['scope']}:{row['scope_id']}  token {row['token']}"
+    where = f"{shown(row['scope'])}:{shown(row['scope_id'])}  token {row['token']}"
     if row["holder"] is None:
         state = "free"
     else:
-        state = (f"held by {row['holder']} ({row['principal']}) until "
+        state = (f"held by {shown(str(row['holder']))} ({shown(str(row['principal']))}) until "
                  f"{iso_ms(row['expires_at'])}")
     waiting = f", {row['waiters']} waiting" if row["waiters"] else ""
     return f"{where}  {state}{waiting}"
