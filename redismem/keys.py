@@ -292,7 +292,7 @@ def index_prefix(ns: str) -> str:
 
 
 RAW_FAMILIES = ("val:", "vec:", "keys:", "rev:", "thr:", "ltm:", "ltmz:", "threads", "scopes",
-                "ltmusers")
+                "ltmusers", "sessions")
 """Where an export's raw records (entries the library did not write) may
 be put back: entries, listings, revisions, threads, memories, registries."""
 

@@ -44,6 +44,7 @@ file is not a snapshot of one instant.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
@@ -55,7 +56,7 @@ from . import _json, limits, raw
 from . import _validate as check
 from . import keys as K
 from . import vectors as V
-from .errors import CorruptEntryError
+from .errors import CorruptEntryError, InvalidArgumentError
 from .feed import LAST_STREAM_ID
 from .functions import refusals
 from .memory import Memory
@@ -332,6 +333,14 @@ async def _memories(mem: Memory, user: str) -> AsyncIterator[Found]:
                                  memory_id.encode(), problem)
 
 
+def _session_id(member: bytes) -> str | None:
+    """A sessions registry member as a session id, or None when it is none."""
+    try:
+        return check.check_id("session id", member.decode())
+    except (UnicodeDecodeError, InvalidArgumentError):
+        return None
+
+
 def _registry(key: str, members: list[bytes]) -> Iterator[Damaged]:
     """Members of a registry that name nothing (raw writes)."""
     for member in members:
@@ -358,7 +367,13 @@ async def _found(mem: Memory, plan: Survey) -> AsyncIterator[Found]:
     yield {"type": "settings", "settings": {k: settings[k] for k in sorted(explicit)
                                             if k in settings}}
     for sid, created in await client.zrange(K.sessions(ns), 0, -1, withscores=True):
-        yield {"type": "session", "id": sid.decode(), "created_at": int(created)}
+        session = _session_id(sid)
+        if session is None or not math.isfinite(created):  # a raw ZADD
+            yield Damaged(K.sessions(ns).encode(), f"lists {sid[:80]!r} (created at {created}), "
+                          "which is no session the library registers",
+                          (raw.Part("zset", K.sessions(ns).encode(), (sid,)),))
+            continue
+        yield {"type": "session", "id": session, "created_at": int(created)}
     for damaged in _registry(K.scopes(ns), plan.bad_scopes):
         yield damaged
     for kind in KINDS:

@@ -502,3 +502,18 @@ async def test_an_export_stops_at_a_corrupt_entry_or_carries_it_raw(
                       if r["type"] == "raw")
 
     assert raw_content(recopy) == raw_content(out)
+
+
+async def test_a_session_registry_member_that_is_no_session_is_named_not_a_crash(
+        rmem: redismem.Memory, tmp_path: Path) -> None:
+    """A raw ZADD of a non-UTF-8 member into the sessions registry made
+    export fail with a raw UnicodeDecodeError; it is reported like any
+    entry the library did not write, and carried byte for byte by --raw."""
+    await rmem.create_session("real")
+    await rmem.client.zadd(K.sessions(rmem.namespace), {b"\xff\xfe": 1})
+    out = io.StringIO()
+    with pytest.raises(redismem.CorruptEntryError, match=r"lists b'\\xff\\xfe'"):
+        await transfer.export_namespace(rmem, out.write)
+    out = io.StringIO()
+    summary = await transfer.export_namespace(rmem, out.write, keep_raw=True)
+    assert summary.exported["session"] == 1 and summary.exported["raw"] >= 1

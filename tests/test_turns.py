@@ -616,3 +616,15 @@ async def test_a_fleet_of_four_with_one_paused_loses_nothing(rmem: redismem.Memo
     events = await feed_events(rmem)
     assert [e.sequence for e in events] == list(range(1, len(events) + 1))
     assert len(events) > 4 * 15 * 3
+
+
+def test_the_turns_command_names_a_turn_of_the_wrong_type(redis_url: str, ns: str) -> None:
+    """A raw SET over one turn hash made `redismem turns` exit with a raw
+    ResponseError; it says which key is damaged."""
+    with redis.Redis.from_url(redis_url) as client:
+        client.zadd(K.turns(ns), {"session:s1": 0})
+        client.set(K.turn(ns, "session", "s1"), "not a hash")
+    done = run_script("turns", "--namespace", ns, "--json", url=redis_url)
+    assert done.returncode == 1, done.stderr
+    error = json.loads(done.stderr)
+    assert error["error"] == "corrupt_entry" and "wrong Redis type" in error["message"]
