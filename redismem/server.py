@@ -206,6 +206,15 @@ def _pid_alive(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0] != "Z"
 
 
+def _wait_gone(pid: int, timeout: float) -> None:
+    """Wait up to ``timeout`` seconds for process ``pid`` to exit, then SIGKILL it."""
+    deadline = time.monotonic() + timeout
+    while _pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if _pid_alive(pid):
+        os.kill(pid, signal.SIGKILL)
+
+
 def _is_redis_server(pid: int) -> bool:
     """Whether process ``pid`` runs a redis-server (True where /proc cannot tell)."""
     try:
@@ -497,11 +506,7 @@ class EmbeddedServer:
             state = self.state()
             if state is None and (stuck := self._locked_out()) is not None:
                 os.kill(stuck.pid, signal.SIGTERM)
-                deadline = time.monotonic() + timeout
-                while _pid_alive(stuck.pid) and time.monotonic() < deadline:
-                    time.sleep(0.02)
-                if _pid_alive(stuck.pid):
-                    os.kill(stuck.pid, signal.SIGKILL)
+                _wait_gone(stuck.pid, timeout)
                 self._state_path.unlink(missing_ok=True)
                 return True
             if state is None:
@@ -514,11 +519,7 @@ class EmbeddedServer:
                 pass  # the server closes the connection as it exits
             finally:
                 client.close()
-            deadline = time.monotonic() + timeout
-            while _pid_alive(state.pid) and time.monotonic() < deadline:
-                time.sleep(0.02)
-            if _pid_alive(state.pid):
-                os.kill(state.pid, signal.SIGKILL)
+            _wait_gone(state.pid, timeout)
             self._state_path.unlink(missing_ok=True)
             return True
 

@@ -35,14 +35,23 @@ async def test_events_carry_the_change(mem: redismem.Memory) -> None:
     assert await mem.client.get(K.sequence(mem.namespace)) == b"3"
 
 
-async def test_value_inclusion_boundary(mem: redismem.Memory) -> None:
+@pytest.mark.parametrize(("write", "field", "omitted"), [("set", b"value", b"omitted"),
+                                                        ("append", b"delta", b"delta_omitted")])
+async def test_what_an_event_carries_is_bounded(mem: redismem.Memory, write: str, field: bytes,
+                                                omitted: bytes) -> None:
+    """A set's value and an append's item ride in the event up to 64 KiB
+    of JSON, and are marked omitted past it."""
     scope = mem.global_scope()
+    call = scope.set if write == "set" else scope.append
     # a JSON string of n characters encodes to n + 2 bytes
-    await scope.set("fits", "x" * (limits.FEED_VALUE_BYTES - 2))
-    await scope.set("omitted", "x" * (limits.FEED_VALUE_BYTES - 1))
-    (_, fits), (_, omitted) = await feed(mem)
-    assert len(fits[b"value"]) == limits.FEED_VALUE_BYTES and b"omitted" not in fits
-    assert b"value" not in omitted and omitted[b"omitted"] == b"1"
+    await call("fits", "x" * (limits.FEED_VALUE_BYTES - 2))
+    await call("omitted", "x" * (limits.FEED_VALUE_BYTES - 1))
+    (_, fits), (_, left_out) = await feed(mem)
+    assert len(fits[field]) == limits.FEED_VALUE_BYTES and omitted not in fits
+    assert field not in left_out and left_out[omitted] == b"1"
+    events = (await mem.changes(after=0)).items
+    flag = "value_omitted" if write == "set" else "delta_omitted"
+    assert [getattr(e, flag) for e in events] == [False, True]
 
 
 async def test_failed_write_appends_nothing(mem: redismem.Memory) -> None:
@@ -104,14 +113,3 @@ async def test_incr_and_merge_record_their_operation(mem: redismem.Memory) -> No
         ("merge", None, True, {"city": None}),
         ("set", 1, False, None)]
     assert [e.revision for e in events] == [1, 2, 1, 2, 1]
-
-
-async def test_a_large_delta_is_omitted(mem: redismem.Memory) -> None:
-    scope = mem.global_scope()
-    await scope.append("log", "x" * (limits.FEED_VALUE_BYTES - 2))
-    await scope.append("log", "x" * (limits.FEED_VALUE_BYTES - 1))
-    (_, fits), (_, omitted) = await feed(mem)
-    assert len(fits[b"delta"]) == limits.FEED_VALUE_BYTES and b"delta_omitted" not in fits
-    assert b"delta" not in omitted and omitted[b"delta_omitted"] == b"1"
-    events = (await mem.changes(after=0)).items
-    assert [(e.delta_omitted, e.value_omitted) for e in events] == [(False, True), (True, True)]
