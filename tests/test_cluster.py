@@ -628,11 +628,14 @@ async def test_a_failover_under_cas_writer_processes_and_a_watcher(
         await mem.session("s").set("start", 0)
         start = int(await mem.client.get(K.sequence(ns)))
         seen: list[redismem.MemoryChangeEvent] = []
-        stop_watch = asyncio.Event()
+        stop_watch, caught_up = asyncio.Event(), asyncio.Event()
+        wanted: list[int] = []  # the number of events the watcher must see, once known
 
         async def watcher() -> None:
             async for event in mem.watch("n*", after=start, stop=stop_watch):
                 seen.append(event)
+                if wanted and len(seen) >= wanted[0]:
+                    caught_up.set()
 
         watching = asyncio.create_task(watcher())
         writers = [await spawn(CAS_WRITER, local.url, ns, f"n{i}", str(stop)) for i in range(4)]
@@ -650,10 +653,10 @@ async def test_a_failover_under_cas_writer_processes_and_a_watcher(
         while page := (await mem.changes(after=events[-1].sequence if events else start,
                                          limit=1000)).items:
             events += page
-        for _ in range(200):
-            if len(seen) >= len(events):
-                break
-            await asyncio.sleep(0.05)
+        wanted.append(len(events))
+        if len(seen) >= len(events):
+            caught_up.set()
+        await asyncio.wait_for(caught_up.wait(), 60)  # the watcher has read them all
         stop_watch.set()
         await asyncio.wait_for(watching, 10)
 
