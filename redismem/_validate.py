@@ -34,6 +34,7 @@ _BAD_ID = re.compile(f"[:{{}}{WHITESPACE}\\x00-\\x1f\\x7f]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _FORMAT = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in limits.FORMAT_RANGES) + "]")
 """A format character (Unicode category Cf): invisible, or reordering text."""
+_CURSOR = re.compile(r"(?:[0-9a-f]{2})+")
 
 
 def _format_problem(text: str) -> str | None:
@@ -45,7 +46,6 @@ def _format_problem(text: str) -> str | None:
     at = len(text[:found.start()].encode()) + 1
     return (f"format characters (invisible, or reordering the text): "
             f"U+{ord(found[0]):04X} at byte {at}")
-_CURSOR = re.compile(r"(?:[0-9a-f]{2})+")
 
 
 def _show(text: str) -> str:

@@ -273,14 +273,14 @@ async def _changes(mem: Memory, scope_spec: str | None, start: str | int | None,
         start = after
     scope_kind, _, sid = (scope_spec or "").partition(":")
     scoped = scope_of(mem, scope_spec or "") if sid or scope_kind == "global" else None
-    shown = 0
+    printed = 0
 
     def show(event: MemoryChangeEvent) -> bool:
         """Print ``event``; whether to go on."""
-        nonlocal shown
+        nonlocal printed
         say(json.dumps(_event_dict(event), sort_keys=True) if as_json else _event_line(event))
-        shown += 1
-        return count is None or shown < count
+        printed += 1
+        return count is None or printed < count
 
     oldest = await feed.oldest_sequence(mem.client, mem.namespace)
     if start is None:
