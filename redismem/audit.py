@@ -15,7 +15,7 @@ from typing import Any, cast
 
 from redis.exceptions import NoPermissionError, ResponseError
 
-from . import _json, limits
+from . import _json, limits, turns
 from . import _validate as check
 from . import keys as K
 from . import vectors as V
@@ -286,6 +286,8 @@ async def audit(mem: Memory) -> AsyncIterator[Finding]:
     for thread in found.threads:
         async for finding in _guarded(_thread(client, ns, thread), K.thread_events(ns, thread)):
             yield finding
+    async for finding in _guarded(_turns(client, ns, now), K.turns(ns), broken):
+        yield finding
 
 
 _TYPES: dict[Callable[[str], str], str] = {
@@ -320,6 +322,33 @@ async def _guarded(findings: AsyncIterator[Finding], key: str,
     except ResponseError as exc:
         if reported is None or key not in reported:
             yield Finding(key, f"cannot be read, a raw command changed a key's type: {exc}")
+
+
+async def _turns(client: Any, ns: str, now: int) -> AsyncIterator[Finding]:
+    """Each turn of the registry whose hash a raw write left in a state no
+    call sets (redismem.turns.problems); none for a role that may not read
+    the turns or the feed (a writer)."""
+    try:
+        last = await client.xrevrange(K.feed(ns), count=1)
+        await client.zscan(K.turns(ns), 0, count=1)
+    except NoPermissionError:
+        return
+    sequence = stored_count(await client.get(K.sequence(ns)), limits.MAX_SEQUENCE) or 0
+    if last:
+        sequence = max(sequence, int(last[0][0].partition(b"-")[0]))
+    async for member, _ in client.zscan_iter(K.turns(ns), count=1000):
+        scope, _, sid = member.decode(errors="replace").partition(":")
+        if scope not in turns.TURN_SCOPES or not sid:
+            yield Finding(K.turns(ns), f"lists {member[:80]!r}, which names no turn")
+            continue
+        key = K.turn(ns, scope, sid)
+        try:
+            fields = await client.hgetall(key)
+        except ResponseError as exc:
+            yield Finding(key, f"cannot be read, a raw command changed its type: {exc}")
+            continue
+        for problem in turns.problems(fields, now, sequence):
+            yield Finding(key, f"{problem}; deleting the key frees the turn")
 
 
 async def _feed_entries(client: Any, ns: str) -> AsyncIterator[Finding]:

@@ -315,15 +315,57 @@ async def _states(client: Any, ns: str, scope: str | None, scope_id: str | None
         text = {k.decode(errors="replace"): v.decode(errors="replace") for k, v in fields.items()}
         if not text:
             continue
-        token = text.get("token", "0")  # a raw write may leave anything: shown as None
-        expires = int(text["exp"]) if text.get("exp", "").isdigit() else None
-        held = "holder" in text and expires is not None and expires > now
-        leases = [text.get(f"w:{w.decode(errors='replace')}", "") for w in queued]
-        rows.append({"scope": kind, "scope_id": sid,
-                     "token": int(token) if token.isdigit() else None,
+        token = _count(text.get("token", "0"))  # a raw write may leave anything: None
+        expires = _count(text.get("exp"))
+        held = "holder" in text and _pending(expires, now)
+        leases = [text.get(f"w:{w.decode(errors='replace')}") for w in queued]
+        rows.append({"scope": kind, "scope_id": sid, "token": token,
                      "holder": text["holder"] if held else None,
                      "principal": text.get("by") if held else None,
                      "expires_at": expires if held else None,
-                     "waiters": sum(1 for lease in leases if lease.isdigit()
-                                    and int(lease) > now)})
+                     "waiters": sum(1 for lease in leases if _pending(_count(lease), now))})
     return rows
+
+
+def _count(text: str | None) -> int | None:
+    """A turn hash count as the library reads it (lua/lib/57_fence.lua)."""
+    if text is None or not text.isascii() or not text.isdigit() or len(text) > 16 \
+            or int(text) > limits.MAX_SEQUENCE:
+        return None
+    return int(text)
+
+
+def _pending(at: int | None, now: int) -> bool:
+    """Whether an expiry or lease ``at`` is still to come, as the library
+    reads it: one further away than any call sets counts as passed."""
+    return at is not None and now < at <= now + limits.MAX_TURN_MS
+
+
+def problems(fields: dict[bytes, bytes], now: int, sequence: int) -> list[str]:
+    """What a raw write left in a turn hash (``fields``; ``sequence``: the
+    namespace's feed sequence): each makes the library refuse or ignore
+    part of it. Deleting the hash frees the turn, and tokens go on from the
+    feed sequence."""
+    text = {k.decode(errors="replace"): v.decode(errors="replace") for k, v in fields.items()}
+    found = []
+    for name in ("token", "exp", "ticket"):
+        if name in text and _count(text[name]) is None:
+            found.append(f"its {name} is {text[name][:40]!r}, not a count: every acquire and "
+                         "fenced write is refused (TURN_CORRUPT)")
+    token = _count(text.get("token"))
+    if token is not None and token > sequence:
+        found.append(f"its token {token} is past the feed sequence {sequence}: every acquire "
+                     "is refused until the sequence passes it")
+    far = now + limits.MAX_TURN_MS
+    expires = _count(text.get("exp"))
+    if expires is not None and expires > far:
+        found.append(f"its holder's expiry {expires} ms is further away than any turn lasts "
+                     "(the library counts it as passed)")
+    if ("holder" in text) != ("exp" in text) or ("holder" in text) != ("by" in text):
+        found.append("it has only some of holder, by and exp")
+    for name, lease in sorted(text.items()):
+        at = _count(lease) if name.startswith("w:") else 0
+        if at is None or at > far:
+            found.append(f"waiter {name[2:][:80]!r} has the lease {lease[:40]!r}, which no call "
+                         "sets (the library counts it as passed)")
+    return found

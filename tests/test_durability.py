@@ -98,23 +98,23 @@ async def test_turn_tokens_keep_increasing_across_a_crash(tmp_path: Path) -> Non
             for _ in range(3):
                 await (await scope.acquire_turn()).release()
             held = await scope.acquire_turn(ttl_seconds=60)
-            assert held.token == 4
+            assert held.token == 7  # its acquire is the feed's event 7
             short = await other.acquire_turn(ttl_seconds=1)  # renewed by hand: not while down
             server.kill()  # no shutdown, no final fsync
             while datetime.now(UTC) < short.expires_at:  # down past its ttl
                 await asyncio.sleep(0.05)
             server.start()
-            await held.renew()  # its turn survived: token 4 is still the latest
+            await held.renew()  # its turn survived: token 7 is still the latest
             await scope.set("k", "after the crash")  # and carries it
             async with await redismem.connect(url, namespace="dur", principal="x") as rival:
                 taken = await rival.session("o").acquire_turn(wait_seconds=0)
-                assert taken.token == 2
+                assert taken.token == 11  # after the set (9) and the expire event (10)
             with pytest.raises(redismem.TurnLostError,
-                               match=r"turn 1 of session:o was lost: token 2 is held by 'x/"):
+                               match=r"turn 8 of session:o was lost: token 11 is held by 'x/"):
                 await short.renew()
             assert await short.release() is False
             await held.release()
-            assert (await scope.acquire_turn()).token == 5
+            assert (await scope.acquire_turn()).token == 13  # after the release (12)
             assert (await scope.get("k")).value == "after the crash"
     finally:
         server.stop()

@@ -1,6 +1,6 @@
-"""Session turns: one holder at a time, fencing tokens that only increase,
-waiters served in arrival order, every acquire, release and expiry in the
-feed."""
+"""Session turns: one holder at a time, fencing tokens that never repeat (a
+turn's token is the feed sequence of its acquire event), waiters served in
+arrival order, every acquire, release and expiry in the feed."""
 
 from __future__ import annotations
 
@@ -33,8 +33,11 @@ async def feed_events(mem: redismem.Memory) -> list[redismem.MemoryChangeEvent]:
 
 
 async def turn_events(mem: redismem.Memory) -> list[tuple[str, str, int]]:
-    """(action, holder, token) of every turn event in the feed, in order."""
-    return [(e.action, e.key, e.revision) for e in await feed_events(mem) if e.kind == "turn"]
+    """(action, holder, token) of every turn event in the feed, in order;
+    checks that each acquire's token is its own sequence."""
+    events = [e for e in await feed_events(mem) if e.kind == "turn"]
+    assert all(e.revision == e.sequence for e in events if e.action == "acquire"), events
+    return [(e.action, e.key, e.revision) for e in events]
 
 
 async def queued(mem: redismem.Memory, scope: str, sid: str, count: int) -> None:
@@ -55,17 +58,17 @@ async def test_a_turn_has_one_holder_and_tokens_increase(mem: redismem.Memory) -
     assert caught.value.holder == first.holder
     assert await first.release() is True
     assert await first.release() is False  # once
-    second = await scope.acquire_turn()
-    assert second.token == 2 and second.holder != first.holder
-    # another scope has turns of its own
+    second = await scope.acquire_turn()  # event 3: the release was event 2
+    assert second.token == 3 and second.holder != first.holder
+    # another scope's turn draws its token from the same sequence
     other = await mem.workflow("w1").acquire_turn()
-    assert other.token == 1
+    assert other.token == 4
     await second.release()
     await other.release()
     assert await turn_events(mem) == [
         ("acquire", first.holder, 1), ("release", first.holder, 1),
-        ("acquire", second.holder, 2), ("acquire", other.holder, 1),
-        ("release", second.holder, 2), ("release", other.holder, 1)]
+        ("acquire", second.holder, 3), ("acquire", other.holder, 4),
+        ("release", second.holder, 3), ("release", other.holder, 4)]
     events = [e for e in await feed_events(mem) if e.kind == "turn"]
     assert {(e.scope, e.scope_id) for e in events} == {("session", "s1"), ("workflow", "w1")}
     assert {e.principal for e in events} == {"tester"}
@@ -76,17 +79,17 @@ async def test_a_lapsed_turn_goes_to_the_next_and_the_old_holder_learns_it(
     scope = mem.session("s1")
     old = await scope.acquire_turn(ttl_seconds=0.2)
     new = await scope.acquire_turn(ttl_seconds=30)  # waits for the lapse
-    assert new.token == old.token + 1
+    assert new.token == old.token + 2  # after the expire event
     with pytest.raises(redismem.TurnLostError, match=r"turn 1 of session:s1 was lost: "
-                                                     r"token 2 is held by 'tester/"):
+                                                     r"token 3 is held by 'tester/"):
         await old.renew()
     assert old.lost is not None
     assert await old.release() is False
     assert (await new.renew()) >= new.expires_at
     await new.release()
     assert await turn_events(mem) == [
-        ("acquire", old.holder, 1), ("expire", old.holder, 1), ("acquire", new.holder, 2),
-        ("release", new.holder, 2)]
+        ("acquire", old.holder, 1), ("expire", old.holder, 1), ("acquire", new.holder, 3),
+        ("release", new.holder, 3)]
 
 
 async def test_a_lapsed_turn_nobody_took_can_be_renewed(mem: redismem.Memory) -> None:
@@ -111,7 +114,7 @@ async def test_the_context_manager_renews_in_the_background_and_releases(
             await scope.acquire_turn(wait_seconds=0)
     assert turn.lost is None
     assert await mem.client.hget(key, "holder") is None
-    assert (await scope.acquire_turn(wait_seconds=0)).token == 2
+    assert (await scope.acquire_turn(wait_seconds=0)).token == 3  # after the release
 
 
 async def test_leaving_a_block_whose_turn_was_taken_raises(mem: redismem.Memory) -> None:
@@ -120,7 +123,7 @@ async def test_leaving_a_block_whose_turn_was_taken_raises(mem: redismem.Memory)
         async with scope.turn(ttl_seconds=0.2) as turn:
             await turn._stop_renewing()  # as a process paused past its ttl would
             taker = await scope.acquire_turn()
-    assert taker.token == turn.token + 1
+    assert taker.token == turn.token + 2  # after the expire event
     await taker.release()
     # an exception of the block itself is not replaced
     with pytest.raises(KeyError):
@@ -160,7 +163,7 @@ async def test_a_renewal_in_flight_ends_with_its_turn(mem: redismem.Memory,
         assert renewal.done()  # ended with the turn
         monkeypatch.setattr(functions, "turn_renew", real)
         async with scope.turn(ttl_seconds=0.3) as following:
-            assert following.token == 2
+            assert following.token == 3
             await asyncio.wait([renewal], timeout=5)
     assert turn.lost is None and following.lost is None
     assert [r.getMessage() for r in caplog.records] == []
@@ -205,7 +208,7 @@ async def test_five_waiters_are_served_in_arrival_order_and_a_cancelled_one_leav
     async def wait(n: int) -> None:
         async with scope.turn() as turn:
             served.append(n)
-            assert turn.token == len(served) + 1
+            assert turn.token == 2 * len(served) + 1  # after each release
 
     tasks = []
     for n in range(5):
@@ -240,7 +243,7 @@ async def test_a_dead_waiter_is_skipped_once_its_lease_passed(rmem: redismem.Mem
     assert not granted
     await holder.release()  # wakes the ghost, which never comes
     turn = await rmem.session("s1").acquire_turn(wait_seconds=5)
-    assert turn.token == 2
+    assert turn.token == 3
 
 
 @pytest.mark.parametrize("bad", [{"ttl_seconds": 0.01}, {"ttl_seconds": 90_000},
@@ -347,19 +350,20 @@ async def test_two_processes_contend_200_times_without_overlap(rmem: redismem.Me
                                                                  redis_url: str) -> None:
     """The history of the appends each holder makes on entering and leaving
     (in the server's order) alternates enter/leave of one holder at a time,
-    and its tokens increase by one per turn."""
+    and its tokens increase with each turn: four events apart, the acquire,
+    two appends and the release."""
     workers = [subprocess.Popen([sys.executable, "-c", CONTENDER, redis_url, rmem.namespace,
                                  "100"]) for _ in range(2)]
     assert [worker.wait(timeout=120) for worker in workers] == [0, 0]
     history = (await rmem.session("contended").get("history")).value
     assert len(history) == 400
     for n, (enter, leave) in enumerate(zip(history[::2], history[1::2], strict=True)):
-        assert enter == ["enter", n + 1, enter[2]], history[2 * n - 2: 2 * n + 2]
-        assert leave == ["leave", n + 1, enter[2]]
+        assert enter == ["enter", 4 * n + 1, enter[2]], history[2 * n - 2: 2 * n + 2]
+        assert leave == ["leave", 4 * n + 1, enter[2]]
     assert {entry[2] for entry in history} == {w.pid for w in workers}
     events = await turn_events(rmem)
     assert [(action, token) for action, _, token in events] == [
-        (action, n) for n in range(1, 201) for action in ("acquire", "release")]
+        (action, 4 * n + 1) for n in range(200) for action in ("acquire", "release")]
 
 
 def test_the_library_registers_the_turn_functions() -> None:
@@ -392,11 +396,12 @@ async def test_every_write_of_a_stale_turn_is_refused_and_changes_nothing(
               rmem.session("s1").set("k", "through another scope object"),
               store.append_event(redismem.MemoryEvent("e1", "s1", None, "message", 1, {}))]
     for write in writes:
-        with pytest.raises(redismem.StaleTurnError, match=r"turn token 1 is stale: session:s1 "
-                                                          r"is at token 2") as caught:
+        with pytest.raises(redismem.StaleTurnError,
+                           match=rf"turn token {old.token} is stale: session:s1 "
+                                 rf"is at token {new.token}") as caught:
             await write
         assert (caught.value.code, caught.value.token, caught.value.current) == (
-            "stale_turn", 1, 2)
+            "stale_turn", old.token, new.token)
     assert await snapshot(rmem) == before
     # writes without a token (code outside the turn, other scopes and threads) are not fenced
     await asyncio.create_task(scope.set("k", "untokened"), context=contextvars.Context())
@@ -404,7 +409,7 @@ async def test_every_write_of_a_stale_turn_is_refused_and_changes_nothing(
     await store.append_event(redismem.MemoryEvent("e1", "t2", None, "message", 1, {}))
     await store.close()
     # the holder of the latest turn writes with its token
-    assert turns.token_arg(rmem.namespace, "session", "s1") == "1"
+    assert turns.token_arg(rmem.namespace, "session", "s1") == str(old.token)
     await old.release()
     assert turns.token_arg(rmem.namespace, "session", "s1") == ""
     await new.release()
@@ -429,14 +434,17 @@ def raw_set(ns: str, token: str, value: str) -> list[Any]:
 
 async def test_a_raw_fcall_with_an_old_token_is_refused(rmem: redismem.Memory) -> None:
     scope = rmem.session("s1")
-    _, new = await lapsed_turn(scope)
+    old, new = await lapsed_turn(scope)
+    assert (old.token, new.token) == (1, 3)  # the lapse's expire event was 2
     ns = rmem.namespace
-    assert await rmem.client.execute_command("FCALL", *raw_set(ns, "2", '"new"')) == [1]
+    assert await rmem.client.execute_command("FCALL", *raw_set(ns, "3", '"new"')) == [1]
     before = await snapshot(rmem)
-    for token, message in (("1", "STALE_TURN turn token 1 is stale: session:s1 is at token 2"),
-                           ("3", "STALE_TURN turn token 3 was never issued: session:s1 is at "
-                                 "token 2"),
-                           ("0", "INVALID_ARGUMENT turn token must be between 1")):
+    for token, message in (("1", "STALE_TURN turn token 1 is stale: session:s1 is at token 3"),
+                           ("2", "STALE_TURN turn token 2 is stale: session:s1 is at token 3"),
+                           ("4", "STALE_TURN turn token 4 was never issued: session:s1 is at "
+                                 "token 3"),
+                           ("0", "INVALID_ARGUMENT turn token must be between 1"),
+                           (str(2**50 + 1), "INVALID_ARGUMENT turn token must be between 1")):
         with pytest.raises(redis.ResponseError, match=f"^{message}"):
             await rmem.client.execute_command("FCALL", *raw_set(ns, token, '"old"'))
     assert await snapshot(rmem) == before
@@ -463,30 +471,43 @@ asyncio.run(main(sys.argv[1], sys.argv[2]))
 """
 
 
+@pytest.mark.parametrize("between", ["lapse", "DEL", "PEXPIRE"])
 async def test_a_worker_paused_past_its_turn_cannot_write_over_its_successor(
-        rmem: redismem.Memory, redis_url: str) -> None:
+        rmem: redismem.Memory, redis_url: str, between: str) -> None:
+    """A is stopped inside its turn; B takes the turn once A's lapsed, or at
+    once after a writer's raw DEL or PEXPIRE of the turn hash (which made
+    tokens start again at 1, so B's token was A's and A's write went
+    through). A's write after it resumes is refused."""
     scope = rmem.session("s1")
+    key = K.turn(rmem.namespace, "session", "s1")
     with subprocess.Popen([sys.executable, "-c", PAUSED, redis_url, rmem.namespace],
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as a:
         assert a.stdout is not None and a.stdin is not None
         try:
             assert a.stdout.readline() == "token 1\n"
             os.kill(a.pid, signal.SIGSTOP)  # as a long GC pause or a stalled VM would
+            if between == "DEL":
+                await rmem.client.delete(key)
+            elif between == "PEXPIRE":
+                await rmem.client.pexpire(key, 1)
+                while await rmem.client.exists(key):
+                    await asyncio.sleep(0.001)
             async with scope.turn(wait_seconds=30) as b:  # granted once A's turn lapsed
-                assert b.token == 2
+                assert b.token == (3 if between == "lapse" else 2)  # 2: lapse's expire event
                 await scope.set("owner", "B")
                 os.kill(a.pid, signal.SIGCONT)
                 a.stdin.write("go\n")
                 a.stdin.flush()
-                assert await asyncio.to_thread(a.stdout.readline) == "stale_turn 1 2\n"
+                assert await asyncio.to_thread(a.stdout.readline) == f"stale_turn 1 {b.token}\n"
             assert await asyncio.to_thread(a.wait, 60) == 0
         finally:
             if a.poll() is None:
                 os.kill(a.pid, signal.SIGCONT)
                 a.kill()
     assert (await scope.get("owner")) == redismem.MemoryValue("B", 1, True)
-    assert [(action, token) for action, _, token in await turn_events(rmem)] == [
-        ("acquire", 1), ("expire", 1), ("acquire", 2), ("release", 2)]
+    expected = [("acquire", 1), ("expire", 1), ("acquire", 3), ("release", 3)] \
+        if between == "lapse" else [("acquire", 1), ("acquire", 2), ("release", 2)]
+    assert [(action, token) for action, _, token in await turn_events(rmem)] == expected
 
 
 async def test_the_turns_command_shows_holders_tokens_expiry_and_waiters(
@@ -503,7 +524,7 @@ async def test_the_turns_command_shows_holders_tokens_expiry_and_waiters(
         {"scope": "session", "scope_id": "s1", "token": 1, "holder": held.holder,
          "principal": "tester", "expires_at": int(held.expires_at.timestamp() * 1000),
          "waiters": 1},
-        {"scope": "workflow", "scope_id": "w1", "token": 1, "holder": None, "principal": None,
+        {"scope": "workflow", "scope_id": "w1", "token": 2, "holder": None, "principal": None,
          "expires_at": None, "waiters": 0}]
     text = await asyncio.to_thread(run_script, "turns", "--namespace", ns, "--scope",
                                    "session:s1", url=redis_url)
@@ -529,9 +550,9 @@ async def test_a_waiter_that_gives_up_gives_back_a_turn_whose_grant_it_never_rea
     assert granted and token == 1
     assert await functions.turn_release(ns, "session", "s1", "tester", "tester/h1", None) is True
     taken = await rmem.session("s1").acquire_turn(wait_seconds=0)
-    assert taken.token == 2
+    assert taken.token == 3
     assert await turn_events(rmem) == [("acquire", "tester/h1", 1), ("release", "tester/h1", 1),
-                                       ("acquire", taken.holder, 2)]
+                                       ("acquire", taken.holder, 3)]
 
 
 FLEET_WORKER = """
@@ -628,3 +649,64 @@ def test_the_turns_command_names_a_turn_of_the_wrong_type(redis_url: str, ns: st
     assert done.returncode == 1, done.stderr
     error = json.loads(done.stderr)
     assert error["error"] == "corrupt_entry" and "wrong Redis type" in error["message"]
+
+
+async def audit_turns(mem: redismem.Memory) -> list[tuple[str, str]]:
+    from redismem.audit import audit
+
+    return [(f.key, f.problem) async for f in audit(mem) if ":turn" in f.key]
+
+
+@pytest.mark.on_cluster
+async def test_a_turn_jammed_by_a_raw_write_is_reported_and_deleting_it_frees_it(
+        mem: redismem.Memory) -> None:
+    """A raw token of 2^53-1 made every later acquire fail, an expiry or a
+    waiter's lease in 2286 held the turn forever, and audit said nothing.
+    Far expiries and leases now count as passed; a corrupt token is refused
+    and reported, and deleting the turn's hash frees the turn with a token
+    above every earlier one."""
+    scope, key = mem.session("s1"), K.turn(mem.namespace, "session", "s1")
+    year_2286 = 9_999_999_999_999
+    first = await scope.acquire_turn(ttl_seconds=30)
+    assert await audit_turns(mem) == []
+    await mem.client.hset(key, mapping={"exp": year_2286, f"w:{first.holder}x": year_2286})
+    await mem.client.zadd(K.turn_queue(mem.namespace, "session", "s1"), {f"{first.holder}x": 1})
+    assert [problem for _, problem in await audit_turns(mem)] == [
+        f"its holder's expiry {year_2286} ms is further away than any turn lasts (the library "
+        "counts it as passed); deleting the key frees the turn",
+        f"waiter '{first.holder}x' has the lease '{year_2286}', which no call sets (the "
+        "library counts it as passed); deleting the key frees the turn"]
+    second = await scope.acquire_turn(wait_seconds=0)  # neither holds it
+    assert second.token == 3  # after the expiry event of the first
+    assert await audit_turns(mem) == []  # the junk waiter was dropped
+    await mem.client.hset(key, "token", 2**53 - 1)
+    assert await audit_turns(mem) == [(key, f"its token is '{2**53 - 1}', not a count: every "
+                                            "acquire and fenced write is refused (TURN_CORRUPT); "
+                                            "deleting the key frees the turn")]
+    with pytest.raises(redismem.TurnCorruptError, match=r"token of .* holds '9007199254740991'"):
+        await scope.acquire_turn(wait_seconds=0)
+    with pytest.raises(redismem.TurnCorruptError):
+        await second.renew()
+    await mem.client.delete(key)  # the documented repair
+    third = await scope.acquire_turn(wait_seconds=0)
+    assert third.token > second.token
+    assert await audit_turns(mem) == []
+    await third.release()
+
+
+def test_a_feed_sequence_set_back_below_a_token_is_refused_before_writing(
+        lua_client: redis.Redis) -> None:
+    """Only a raw DEL of both the feed and its counter sets the sequence
+    back; a grant would then repeat tokens, so it is refused."""
+    ns = "tseqback"
+    args = [ns, "session", "s", "p", "p/h", "1000", "0"]
+    granted, token, _ = fcall(lua_client, "turn_acquire", turn_keys(ns, "s", "p/h"), args)
+    assert (granted, token) == (1, 1)
+    fcall(lua_client, "turn_release", turn_keys(ns, "s", "p/h", "turn_release"), [*args[:5], "1"])
+    lua_client.delete(K.feed(ns), K.sequence(ns))  # the release's event 2 and its counter
+    lua_client.hset(K.turn(ns, "session", "s"), "token", "5")
+    before = {key: lua_client.dump(key) for key in lua_client.keys(f"rm:{{{ns}}}:*")}
+    with pytest.raises(redis.ResponseError, match=r"^FEED_CORRUPT the feed sequence of 'tseqback' "
+                                                  r"\(1\) is behind token 5 of"):
+        fcall(lua_client, "turn_acquire", turn_keys(ns, "s", "p/h"), args)
+    assert {key: lua_client.dump(key) for key in lua_client.keys(f"rm:{{{ns}}}:*")} == before

@@ -13,13 +13,13 @@
   ARGV[7] '0' = do not queue; else queue (or stay queued) with a lease of
           this many ms, renewed by calling again
   Reply: {1, token, expires at (epoch ms)} when the holder has the turn (a
-         holder that has it already keeps its token, its expiry extended);
+         holder that has it already keeps its token, its expiry extended;
+         a new turn's token is the feed sequence of its acquire event);
          else {0, the current holder or '' (free, but a waiter comes
          first), its expiry or the first waiter's lease (epoch ms; 0 when
          neither), the holder's place in the queue (1 = next; 0 = not
          queued)}.
-  Errors: INVALID_ARGUMENT, INVALID_ID, TURN_CORRUPT, REVISION_LIMIT,
-          FEED_CORRUPT
+  Errors: INVALID_ARGUMENT, INVALID_ID, TURN_CORRUPT, FEED_CORRUPT
   Feed: 'expire' for a lapsed turn it finds, 'acquire' when it grants one.
   The holder's wake list is emptied by every call: a waiter is woken once
   per push, and items a raw LPUSH piled up cannot make it spin.           ]]
@@ -43,27 +43,24 @@ local function turn_acquire(keys, args)
     head, lapsed, head_lease = first_waiter(t, now)
   end
   local granted = not busy and (head == nil or head == t.holder)
-  if granted and t.token >= LIMITS.max_revision then
-    fail('REVISION_LIMIT', 'the turn of ' .. show(t.key) .. ' is at token ' .. int_string(t.token)
-         .. ', the largest there is')
-  end
   w.now = now
   prepare_feed(w)
   if t.held_by and not busy then
     plan_event(w, t.held_by, 'expire', t.token, nil)
   end
   if granted then
-    plan_event(w, t.holder, 'acquire', t.token + 1, nil)
+    plan_event(w, t.holder, 'acquire', AT_SEQUENCE, nil)
+    check_token_source(t, w)
   end
   publish(w)
   redis.call('DEL', t.wake) -- this call is the waiter's look at the turn
   drop_waiters(t, lapsed)
   if granted then
     leave_queue(t, t.holder)
-    redis.call('HSET', t.key, 'token', int_string(t.token + 1), 'holder', t.holder,
+    redis.call('HSET', t.key, 'token', int_string(w.last_seq), 'holder', t.holder,
                'by', t.principal, 'exp', int_string(now + ttl))
     redis.call('ZADD', registry, 0, t.c.scope .. ':' .. t.c.sid)
-    return {1, t.token + 1, now + ttl}
+    return {1, w.last_seq, now + ttl}
   end
   if not busy then -- free, and a waiter comes first: wake it
     if t.held_by then

@@ -21,7 +21,7 @@ local function turn_release(keys, args)
   count_args(args, 6, 'namespace, scope, scope id, principal, holder, token', 6)
   expect_keys(keys, 6)
   local t, w = queue_call(keys, args)
-  local token = args[6] ~= '' and parse_int('token', args[6], 1, LIMITS.max_revision) or nil
+  local token = args[6] ~= '' and parse_int('token', args[6], 1, LIMITS.max_sequence) or nil
   read_turn(t)
   local now = now_ms()
   local releasing = t.held_by == t.holder and (token == nil or t.token == token)

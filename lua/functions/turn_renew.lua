@@ -16,7 +16,7 @@ local function turn_renew(keys, args)
   expect_keys(keys, 2)
   local t = turn_call(keys, args)
   expect_who(keys, 2, t.c, t.principal)
-  local token = parse_int('token', args[6], 1, LIMITS.max_revision)
+  local token = parse_int('token', args[6], 1, LIMITS.max_sequence)
   local ttl = parse_turn_ms('ttl', args[7])
   read_turn(t)
   if t.held_by ~= t.holder or t.token ~= token then

@@ -94,11 +94,18 @@ end
 
 -- Record the event of one change; publish appends it. `json`: the new
 -- value it carries (nil: none); `delta`: what an incr, append or merge
--- applied (nil: none).
+-- applied (nil: none). `revision` AT_SEQUENCE: the event's own sequence,
+-- written into rev as it is appended (a turn's token).
+local AT_SEQUENCE = {}
 local function plan_event(w, key, action, revision, json, delta)
   local fields = {'scope', w.c.scope, 'sid', w.c.sid, 'key', key, 'kind', w.kind,
-                  'action', action, 'rev', int_string(revision), 'by', w.principal,
+                  'action', action, 'rev', '', 'by', w.principal,
                   'ts', int_string(w.now), 'fmt', FEED_FORMAT}
+  if revision == AT_SEQUENCE then
+    fields.rev_is_sequence = true
+  else
+    fields[12] = int_string(revision)
+  end
   if json then
     bounded_field(fields, 'value', json, 'omitted')
   end
@@ -199,6 +206,9 @@ end
 -- when given; an error is returned, not raised.
 local function append_event(w, sequence, fields, threshold)
   local id = int_string(sequence) .. '-0'
+  if fields.rev_is_sequence then
+    fields[12] = int_string(sequence)
+  end
   if threshold then
     return redis.pcall('XADD', w.feed, 'MINID', threshold, id, unpack(fields))
   end

@@ -11,7 +11,7 @@ local function turn_count(key, field, raw)
   if raw == false or raw == nil then
     return 0
   end
-  if not string.find(raw, '^%d+$') or #raw > 16 or tonumber(raw) > LIMITS.max_revision then
+  if not string.find(raw, '^%d+$') or #raw > 16 or tonumber(raw) > LIMITS.max_sequence then
     fail('TURN_CORRUPT', 'field ' .. field .. ' of ' .. show(key) .. ' holds ' .. show(raw)
          .. ', not a count (a raw write; an operator deletes the field)')
   end
@@ -24,7 +24,7 @@ local function check_fence(key, what, text)
   if text == '' then
     return
   end
-  local token = parse_int('turn token', text, 1, LIMITS.max_revision)
+  local token = parse_int('turn token', text, 1, LIMITS.max_sequence)
   local current = turn_count(key, 'token', redis.call('HGET', key, 'token'))
   if token < current then
     fail('STALE_TURN', 'turn token ' .. int_string(token) .. ' is stale: ' .. what

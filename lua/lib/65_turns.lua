@@ -1,9 +1,9 @@
 --[[ turns: one holder at a time per session or workflow scope, each turn
   with a fencing token.
-  rm:{ns}:turn:<scope>:<sid>            hash: token (the last issued; never
-      deleted, so tokens only increase), holder, by (the holder's
-      principal), exp (ms), ticket (the last waiter ticket issued) and
-      w:<waiter> = the lease (ms) of each queued waiter
+  rm:{ns}:turn:<scope>:<sid>            hash: token (the last issued),
+      holder, by (the holder's principal), exp (ms), ticket (the last
+      waiter ticket issued) and w:<waiter> = the lease (ms) of each queued
+      waiter
   rm:{ns}:turn:<scope>:<sid>:q          zset of queued waiters, scored by
       ticket: arrival order
   rm:{ns}:turn:<scope>:<sid>:w:<holder> list a waiter blocks on (BLPOP);
@@ -17,7 +17,13 @@
   lease by calling acquire again; one whose lease passed is dropped when it
   reaches the head. Acquire, release and expiry each append a feed event
   of kind 'turn': key = the holder, rev = the token, action acquire,
-  release or expire. Writes carrying a turn's token: lib/57_fence.lua.    ]]
+  release or expire. Writes carrying a turn's token: lib/57_fence.lua.
+  A turn's token is the feed sequence of its acquire event, so tokens
+  never repeat in a namespace, even when the turn's keys are deleted or
+  expire (raw DEL, PEXPIRE): a stale holder's token stays below every
+  later one. Deleting a turn's keys is thus the repair of a turn jammed by
+  a raw write. An expiry or lease further away than max_turn_ms, which no
+  call sets, counts as passed.                                            ]]
 
 local TURN_SCOPES = {session = true, workflow = true}
 local WAKE_KEEP_MS = 60000
@@ -69,9 +75,30 @@ local function read_turn(t)
   t.ticket = turn_count(t.key, 'ticket', raw[4])
 end
 
+-- Whether time `at` (ms) is still to come at `now`, and no further away
+-- than any call sets it.
+local function pending(at, now)
+  return at > now and at <= now + LIMITS.max_turn_ms
+end
+
 -- Whether the turn is held by someone at `now`.
 local function turn_held(t, now)
-  return t.held_by ~= nil and t.exp > now
+  return t.held_by ~= nil and pending(t.exp, now)
+end
+
+-- Refuse (before anything is written) a grant whose token, the sequence
+-- of w's last planned event, would not be above the turn's last token:
+-- only a raw write of the feed and its counter sets the sequence back.
+local function check_token_source(t, w)
+  local next_seq = w.sequence + #w.events
+  if next_seq <= t.token then
+    next_seq = math.max(next_seq, (last_generated(w.feed) or 0) + #w.events)
+  end
+  if next_seq <= t.token then
+    fail('FEED_CORRUPT', 'the feed sequence of ' .. show(w.c.ns) .. ' (' .. int_string(next_seq)
+         .. ') is behind token ' .. int_string(t.token) .. ' of ' .. show(t.key)
+         .. ': turn tokens would repeat' .. repair_hint(w.c))
+  end
 end
 
 -- A call that queues or leaves the queue (acquire, release): t as
@@ -100,7 +127,7 @@ local function first_waiter(t, now)
   local heads = redis.call('ZRANGE', t.queue, 0, PRUNE_WAITERS - 1)
   for _, head in ipairs(heads) do
     local lease = tonumber(redis.call('HGET', t.key, 'w:' .. head))
-    if lease and lease > now then
+    if lease and pending(lease, now) then
       return head, lapsed, lease
     end
     lapsed[#lapsed + 1] = head
