@@ -35,7 +35,7 @@ CONNECT = ("+ping", "+echo", "+hello", "+auth", "+select", "+reset", "+quit",
 # what the library's read functions and the Python readers call
 READS = ("+hget", "+hmget", "+hgetall", "+hscan", "+zscore", "+zrange", "+zrevrange",
          "+zrangebylex", "+zrangebyscore", "+zcard", "+get", "+xrange", "+xrevrange",
-         "+xread", "+xlen", "+xinfo|stream", "+pexpiretime", "+zrank")
+         "+xread", "+xlen", "+xinfo|stream", "+pexpiretime", "+zrank", "+zscan")
 SEARCH = ("+ft.search", "+ft.info", "+ft.profile")
 # what scope writes run on value and vector hashes, their listings and
 # revisions (lua/lib/60_names.lua, 70_vectors.lua)
@@ -57,7 +57,10 @@ ADMIN_COMMANDS = ("+fcall", *READS, *SCOPE_WRITES, *COUNTER_WRITES, *TURN_COMMAN
 # an admin's key families: every key of its namespace but the who:<principal>:* keys
 ADMIN_FAMILIES = ("val:*", "vec:*", "keys:*", "exp:*", "rev:*", "vdims:*", "idx:*", "feed",
                   "seq", "feedsz", "cfg", "scopes", "sessions", "thr:*", "threads", "ltm:*",
-                  "ltmz:*", "ltmdim", "ltmusers", "turn:*", "turns")
+                  "ltmz:*", "ltmdim", "ltmusers", "turn:*", "turns", "feed:rebuild")
+# what an admin's repair-feed runs on the feed and its copy, beyond the
+# admin's commands (lua/functions/repair_feed.lua)
+REPAIR_COMMANDS = ("+xsetid", "+rename")
 # the server's own administration stays with whoever runs the server
 OPERATOR_DENIED = ("-flushall", "-flushdb", "-debug", "-module", "-shutdown", "-config|set",
                    "-config|rewrite", "-config|resetstat", "-replicaof", "-slaveof",
@@ -162,8 +165,9 @@ def rules(role: Role, user: str, *, search: bool = True) -> list[str]:
     if role.name == "admin":
         # every key of the namespace but other principals' keys
         families = [f"{b}{family}" for family in ADMIN_FAMILIES]
+        repair = Grant(_rw([f"{b}feed", f"{b}feed:rebuild"]), REPAIR_COMMANDS)
         return ["resetchannels", *_rw([*families, *who]), *CONNECT, *ADMIN_COMMANDS,
-                *searches, requests.rule()]
+                *searches, requests.rule(), repair.rule()]
     if role.name == "reader":
         return ["resetchannels", f"%R~{b}*", f"~{b}idx:*", *CONNECT, *READS, *searches]
     if role.name == "writer":

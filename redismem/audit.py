@@ -113,9 +113,10 @@ _CHECKS: dict[K.Kind, tuple[Callable[[str, str, str, str], str], tuple[str, ...]
 
 
 async def _scope_entries(mem: Memory, kind: K.Kind, scope: str, sid: str,
-                         now: int) -> AsyncIterator[Finding]:
-    """The listed entries of one scope, their expiry records, and entries
-    no listing names (those only when this credential may SCAN)."""
+                         now: int, written: FeedIndex) -> AsyncIterator[Finding]:
+    """The listed entries of one scope, their expiry records, their writers
+    against the feed's events, and entries no listing names (those only
+    when this credential may SCAN)."""
     client, ns = mem.client, mem.namespace
     build, fields, problem_of = _CHECKS[kind]
     listing, expiry = K.names(ns, kind, scope, sid), K.expiry(ns, kind, scope, sid)
@@ -148,9 +149,12 @@ async def _scope_entries(mem: Memory, kind: K.Kind, scope: str, sid: str,
                 tag = "missing" if got[6] is None else f"{got[6][:80]!r}"
                 problem = (f"its scope tag _sc is {tag}, not its scope's: searches "
                            "of its own scope miss it, another scope's may find it")
+            revision = stored_count(got[fields.index("rev")], limits.MAX_REVISION)
+            if not problem and revision:
+                problem = written.problem(kind, scope, sid, name, revision,
+                                          got[fields.index("by")], got[fields.index("ts")])
             if problem:
                 yield Finding(key, problem)
-            revision = stored_count(got[fields.index("rev")], limits.MAX_REVISION)
             if revision:
                 live[name] = revision
             if kind == "vector" and got[0] and len(got[0]) % 4 == 0:
@@ -262,15 +266,16 @@ async def audit(mem: Memory) -> AsyncIterator[Finding]:
         if not broken:
             yield Finding(K.scopes(ns), f"the registries cannot be read: {exc}")
     now = time_ms(await client.time())
-    for kind in ("value", "vector"):
-        for scope, sid in found.scopes.get(kind, []):
-            async for finding in _guarded(_scope_entries(mem, kind, scope, sid, now),
-                                          K.names(ns, kind, scope, sid)):
-                yield finding
+    written = FeedIndex(now)
     async for finding in _guarded(_feed_state(client, ns), K.feed(ns), broken):
         yield finding
-    async for finding in _guarded(_feed_entries(client, ns), K.feed(ns), broken):
+    async for finding in _guarded(_feed_entries(client, ns, written), K.feed(ns), broken):
         yield finding
+    for kind in ("value", "vector"):
+        for scope, sid in found.scopes.get(kind, []):
+            async for finding in _guarded(_scope_entries(mem, kind, scope, sid, now, written),
+                                          K.names(ns, kind, scope, sid)):
+                yield finding
     for member in found.bad_scopes:
         yield Finding(K.scopes(ns), f"lists {member[:80]!r}, which names no scope "
                       "(exports and audits leave it out)")
@@ -315,10 +320,13 @@ async def _key_types(client: Any, ns: str) -> AsyncIterator[Finding]:
 async def _guarded(findings: AsyncIterator[Finding], key: str,
                    reported: set[str] | None = None) -> AsyncIterator[Finding]:
     """``findings``, and where a key of another Redis type stops them, a
-    finding saying so (unless ``key`` was reported already)."""
+    finding saying so (unless ``key`` was reported already). A refusal of
+    the credential is no finding: it propagates."""
     try:
         async for finding in findings:
             yield finding
+    except NoPermissionError:
+        raise
     except ResponseError as exc:
         if reported is None or key not in reported:
             yield Finding(key, f"cannot be read, a raw command changed a key's type: {exc}")
@@ -351,14 +359,58 @@ async def _turns(client: Any, ns: str, now: int) -> AsyncIterator[Finding]:
             yield Finding(key, f"{problem}; deleting the key frees the turn")
 
 
-async def _feed_entries(client: Any, ns: str) -> AsyncIterator[Finding]:
-    start = "-"
+_WRITES = ("set", "incr", "append", "merge")
+
+
+class FeedIndex:
+    """Who wrote each revision of each value and vector, from the feed's
+    events (an import's event names the entry's own writer in ``writer``),
+    to check each entry's ``by`` against the event of its revision."""
+
+    def __init__(self, read_at: int) -> None:
+        self.read_at = read_at  # entries written later may have no event read
+        self.oldest: int | None = None  # ts of the first event retained
+        self.writers: dict[tuple[str, str, str, str, int], str] = {}
+
+    def add(self, event: Any) -> None:
+        if self.oldest is None:
+            self.oldest = int(event.created_at.timestamp() * 1000)
+        if event.kind in ("value", "vector") and event.action in _WRITES:
+            self.writers[(event.kind, event.scope, event.scope_id, event.key,
+                          event.revision)] = event.writer or event.principal
+
+    def problem(self, kind: str, scope: str, sid: str, name: str, revision: int,
+                by: bytes, ts: bytes) -> str | None:
+        writer = self.writers.get((kind, scope, sid, name, revision))
+        shown = by.decode(errors="replace")
+        if writer is not None:
+            if writer != shown:
+                return (f"its writer is {shown!r}, the feed says {writer!r} wrote revision "
+                        f"{revision}: a raw write")
+            return None
+        if self.oldest is not None and self.oldest <= int(ts) < self.read_at:
+            return (f"revision {revision} has no feed event, though the feed holds every event "
+                    "since before it was written: a raw write")
+        return None
+
+
+async def _feed_entries(client: Any, ns: str, written: FeedIndex) -> AsyncIterator[Finding]:
+    """Entries the library did not write, and gaps in the sequence (a raw
+    XDEL); ``written`` gains the events."""
+    start, previous = "-", None
     while True:
         entries = cast(Entries, await client.xrange(K.feed(ns), min=start, max="+", count=1000))
         for entry_id, entry in entries:
             event = parse_event(entry_id, entry)
             if event.error:
                 yield Finding(f"{K.feed(ns)} {entry_id.decode()}", event.error)
+                continue
+            if previous is not None and event.sequence > previous + 1:
+                yield Finding(K.feed(ns), f"sequences {previous + 1}..{event.sequence - 1} "
+                              "have no event: a raw XDEL deleted them, or a raw XADD moved "
+                              "the stream's id past them")
+            previous = event.sequence
+            written.add(event)
         if len(entries) < 1000 or entries[-1][0].decode() == LAST_STREAM_ID:
             break
         start = "(" + entries[-1][0].decode()

@@ -134,6 +134,7 @@ def _library_event(entry_id: bytes, fields: dict[bytes, bytes]) -> MemoryChangeE
         value_omitted=fields.get(b"omitted") == b"1" or action in _WITHOUT_VALUE,
         delta=_json.loads(delta) if delta is not None else None,
         delta_omitted=fields.get(b"delta_omitted") == b"1",
+        writer=fields[b"writer"].decode() if b"writer" in fields else None,
     )
 
 

@@ -390,6 +390,12 @@ class Functions:
         dropped, more = await self._call("redismem_trim_feed", keys, [ns, str(budget)])
         return int(dropped), bool(more)
 
+    async def repair_feed(self, ns: str, step: str, *args: str | bytes) -> Any:
+        """``redismem_repair_feed``: one step of a feed repair (``drop`` ids,
+        ``settle`` or ``swap`` with the size estimate); its reply."""
+        keys = [K.feed(ns), K.sequence(ns), K.feed_size(ns), K.feed_rebuild(ns)]
+        return await self._call("redismem_repair_feed", keys, [ns, step, *args])
+
     async def modify_value(self, ns: str, scope: str, sid: str, ttl: str, principal: str,
                            key: str, op: str, operand: str, max_items: str = "",
                            token: str = "") -> tuple[int, bytes]:

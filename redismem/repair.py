@@ -7,8 +7,15 @@ any real sequence (``SET rm:{ns}:seq 9007199254740991``), a stream whose
 last id is the largest possible (``XADD ... 18446744073709551615-...``),
 or entries whose ids are not ``<sequence>-0``. :func:`repair_feed` drops
 those entries and sets the counter, the stream's last id and the size
-estimate from what remains. It needs the feed's raw commands (XDEL,
-XSETID, SET): an admin's or operator's credential.
+estimate from what remains.
+
+Every change is one step of the library's ``redismem_repair_feed``
+(lua/functions/repair_feed.lua), so writers may go on while it runs and
+none of their events is lost: it deletes only entries the library cannot
+have written, sets the counter and last id in one atomic call, and where
+the server cannot lower a stream's last id past a deleted entry (Redis
+7.2+), copies the feed and swaps the copy in with the events written
+meanwhile. An admin's credential may run it (docs/access-control.md).
 """
 
 from __future__ import annotations
@@ -20,12 +27,20 @@ from typing import cast
 from redis.asyncio import Redis
 
 from . import keys as K
+from .errors import FeedCorruptError
 from .feed import LAST_STREAM_ID, Entries
 from .functions import refusals
 from .limits import MAX_SEQUENCE
+from .memory import Memory
 
 EVENT_OVERHEAD = 64
 """Bytes counted per event in the feed size estimate (lua/lib/50_feed.lua)."""
+
+DROP_BATCH = 1000
+"""Entry ids per drop step (the library's most)."""
+
+ATTEMPTS = 5
+"""Scans before giving up on raw writes that keep adding entries."""
 
 
 @dataclass(frozen=True)
@@ -60,41 +75,60 @@ def _sequence(entry_id: bytes) -> int | None:
     return sequence if sequence <= MAX_SEQUENCE else None
 
 
-async def repair_feed(client: Redis, ns: str) -> FeedRepair:
+async def repair_feed(mem: Memory) -> FeedRepair:
     """Drop the feed entries the library cannot have written and set the
     counter, the stream's last id and the size estimate right. Running it
-    on a healthy feed changes nothing (its counter may only go up).
+    on a healthy feed changes nothing, and writes may go on meanwhile.
 
     Raises:
-        PermissionDeniedError: the credential may not run XDEL/XSETID/SET.
+        PermissionDeniedError: the credential is not the namespace's admin
+            (or an operator).
+        FeedCorruptError: raw writes kept adding entries the library cannot
+            have written while it ran.
     """
-    with refusals():
-        return await _repair(client, ns)
+    with refusals(K.feed(mem.namespace)):
+        return await _repair(mem)
 
 
-async def _repair(client: Redis, ns: str) -> FeedRepair:
-    feed, counter_key = K.feed(ns), K.sequence(ns)
+async def _repair(mem: Memory) -> FeedRepair:
+    client, ns, functions = mem.client, mem.namespace, mem._conn.functions
     removed: list[bytes] = []
-    last, size = 0, 0
+    for _ in range(ATTEMPTS):
+        dropped, size = await _scan(client, K.feed(ns), keep=None)
+        for start in range(0, len(dropped), DROP_BATCH):
+            await functions.repair_feed(ns, "drop", *dropped[start:start + DROP_BATCH])
+        removed += dropped
+        status, sequence, previous = await functions.repair_feed(ns, "settle", str(size))
+        if status == 0:  # the server cannot lower the last id: copy, then swap
+            await client.delete(K.feed_rebuild(ns))
+            _, size = await _scan(client, K.feed(ns), keep=K.feed_rebuild(ns))
+            status, sequence, previous = await functions.repair_feed(ns, "swap", str(size))
+        if status == 1:
+            shown = previous.decode(errors="replace") if isinstance(previous, bytes) else previous
+            return FeedRepair(tuple(i.decode() for i in removed), int(sequence), shown, size)
+    raise FeedCorruptError(f"raw writes kept adding entries to {K.feed(ns)} while it was "
+                           f"repaired ({ATTEMPTS} scans): stop them, then repair again")
+
+
+async def _scan(client: Redis, feed: str, keep: str | None) -> tuple[list[bytes], int]:
+    """The ids of the feed's entries the library cannot have written and
+    the size estimate of the others; with ``keep``, copies the others into
+    that stream (same ids and fields)."""
+    bad: list[bytes] = []
+    size = 0
+    batch = client.pipeline(transaction=False)
     async for entry_id, fields in _entries(client, feed):
-        sequence = _sequence(entry_id)
-        if sequence is None:
-            removed.append(entry_id)
-        else:
-            last = sequence
-            size += EVENT_OVERHEAD + sum(len(k) + len(v) for k, v in fields.items())
-    got = await client.get(counter_key)
-    raw = got.decode(errors="replace") if isinstance(got, bytes) else got
-    counter = stored_count(raw, MAX_SEQUENCE)
-    if counter is not None and last <= counter:
-        last = counter  # events after the last one kept were trimmed
-    if removed or await _jammed(client, feed, last):
-        await _rebuild(client, ns, set(removed))
-    if await client.exists(feed):  # the stream's last id, which the next XADD must exceed
-        await client.execute_command("XSETID", feed, f"{last}-0")  # type: ignore[no-untyped-call]
-    await client.set(counter_key, str(last))
-    await client.set(K.feed_size(ns), str(size))
-    return FeedRepair(tuple(i.decode() for i in removed), last, raw, size)
+        if _sequence(entry_id) is None:
+            bad.append(entry_id)
+            continue
+        size += EVENT_OVERHEAD + sum(len(k) + len(v) for k, v in fields.items())
+        if keep is not None:
+            batch.xadd(keep, fields, id=entry_id)  # type: ignore[arg-type]
+            if len(batch) >= 1000:
+                await batch.execute()
+    if keep is not None:
+        await batch.execute()
+    return bad, size
 
 
 async def _entries(client: Redis, stream: str) -> AsyncIterator[tuple[bytes, dict[bytes, bytes]]]:
@@ -106,36 +140,3 @@ async def _entries(client: Redis, stream: str) -> AsyncIterator[tuple[bytes, dic
         if len(entries) < 1000 or entries[-1][0].decode() == LAST_STREAM_ID:
             return
         start = "(" + entries[-1][0].decode()
-
-
-async def _jammed(client: Redis, feed: str, last: int) -> bool:
-    """Whether the stream's last id (or largest deleted id) is past ``last``:
-    XSETID cannot lower it below a deleted id, so the stream is copied."""
-    if not await client.exists(feed):
-        return False
-    info = await client.xinfo_stream(feed)
-    for field in ("last-generated-id", "max-deleted-entry-id"):
-        value = info.get(field) or b"0-0"
-        head, _, tail = (value if isinstance(value, bytes) else str(value).encode()).partition(b"-")
-        if (int(head), int(tail or 0)) > (last, 0):
-            return True
-    return False
-
-
-async def _rebuild(client: Redis, ns: str, dropped: set[bytes]) -> None:
-    """Copy the feed's entries but ``dropped`` into a new stream (same ids,
-    same fields) and rename it over the feed: a new stream's last id is its
-    last entry's."""
-    feed, copy = K.feed(ns), K.feed_rebuild(ns)
-    await client.delete(copy)
-    batch = client.pipeline(transaction=False)
-    async for entry_id, fields in _entries(client, feed):
-        if entry_id not in dropped:
-            batch.xadd(copy, fields, id=entry_id)  # type: ignore[arg-type]
-            if len(batch) >= 1000:
-                await batch.execute()
-    await batch.execute()
-    if await client.exists(copy):
-        await client.rename(copy, feed)
-    else:
-        await client.delete(feed)

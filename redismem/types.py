@@ -85,6 +85,8 @@ class MemoryChangeEvent:
             appended (the item), or the patch a ``merge`` applied, when its
             JSON is at most 65,536 bytes.
         delta_omitted: True when the delta was larger.
+        writer: for an import, the entry's own writer, which it keeps, when
+            that is not the importer (``principal``); else None.
         error: why the entry is not a change event the library wrote (a raw
             XADD by a credential holding it), else None; its other fields
             hold what could be read.
@@ -104,6 +106,7 @@ class MemoryChangeEvent:
     delta: Any = None
     delta_omitted: bool = False
     error: str | None = None
+    writer: str | None = None
 
 
 @dataclass(frozen=True)

@@ -612,3 +612,50 @@ async def test_audit_checks_a_threads_indexes_against_its_events(
     for words in ("indexes '9-9'", "the timestamp 5.0", f"misses {stream_ids[1]}",
                   "maps event 'ghost'", "misses event 'e5'"):
         assert words in problems, (words, problems)
+
+
+async def test_audit_checks_each_writer_against_the_feed_and_finds_gaps(
+        rmem: redismem.Memory, redis_url: str, tmp_path: Any) -> None:
+    """A value or vector whose by was forged (right tags, right revision)
+    passed audit, and so did a feed with events deleted from its middle.
+    An import keeps each entry's writer: its event names the importer in
+    by and the writer in writer, and audit is clean after it."""
+    from redismem import restore, transfer
+    from redismem.audit import audit
+
+    ns, scope = rmem.namespace, rmem.session("s")
+    await scope.set("k", 1)
+    await scope.set("j", 2)
+    await scope.set_vector("v", [1.0, 0.0])
+    await scope.set("later", 3)
+    assert [f async for f in audit(rmem)] == []
+    await rmem.client.hset(K.value(ns, "session", "s", "k"), "by", "ops")
+    await rmem.client.hset(K.vector(ns, "session", "s", "v"), "by", "ops")
+    await rmem.client.xdel(K.feed(ns), "2-0")  # the event of j
+    found = {(f.key, f.problem) async for f in audit(rmem)}
+    assert found == {
+        (K.value(ns, "session", "s", "k"),
+         "its writer is 'ops', the feed says 'tester' wrote revision 1: a raw write"),
+        (K.vector(ns, "session", "s", "v"),
+         "its writer is 'ops', the feed says 'tester' wrote revision 1: a raw write"),
+        (K.value(ns, "session", "s", "j"), "revision 1 has no feed event, though the feed "
+                                           "holds every event since before it was written: "
+                                           "a raw write"),
+        (K.feed(ns), "sequences 2..2 have no event: a raw XDEL deleted them, or a raw XADD "
+                     "moved the stream's id past them")}
+    # an import by another principal keeps the writers, and says so in the feed
+    await rmem.client.hset(K.value(ns, "session", "s", "k"), "by", "tester")
+    await rmem.client.hset(K.vector(ns, "session", "s", "v"), "by", "tester")
+    dump = tmp_path / "dump.jsonl"
+    with dump.open("w") as sink:
+        await transfer.export_namespace(rmem, sink.write)
+    target = ns + "-copy"
+    async with redismem.RedisMemoryStore(redis_url, namespace=target,
+                                         principal="importer") as store:
+        await restore.import_file(store, dump)
+        copy = store.memory
+        events = (await copy.changes(after=0)).items
+        assert {(e.key, e.principal, e.writer) for e in events} == {
+            (name, "importer", "tester") for name in ("k", "j", "v", "later")}
+        assert (await copy.session("s").get("k")) == redismem.MemoryValue(1, 1, True)
+        assert [f async for f in audit(copy)] == []

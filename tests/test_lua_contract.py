@@ -17,10 +17,12 @@ import redis
 import redismem
 from redismem import _validate as check
 from redismem import functions, library, limits, restore, transfer
+from redismem import keys as K
 from redismem.client import open_client
 from redismem.errors import BY_CODE
 from redismem.functions import Functions
 from redismem.library import assemble, ensure_library
+from redismem.repair import repair_feed
 from redismem.server import EmbeddedServer
 
 from .test_cli import run_script
@@ -86,6 +88,8 @@ async def call_every_function(rmem: redismem.Memory, redis_url: str, tmp_path: P
     await rmem.create_session("s2")
     await rmem.configure(max_value_bytes=4096)
     await rmem.trim_feed()
+    await rmem.client.xadd(K.feed(rmem.namespace), {"forged": "1"}, id="999999-5")
+    await repair_feed(rmem)  # drops it; on Redis 7.2+ copies the feed and swaps it in
     await scope.set_vector("v", [1.0, 0.0])
     await scope.set_vectors([("w", [0.0, 1.0]), ("x", [1.0, 1.0])])
     await scope.get_vector("v")

@@ -20,7 +20,8 @@
          target's is the same or later) or already expired.
   Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_KEY, INVALID_JSON,
           VALUE_TOO_LARGE, REQUEST_TOO_LARGE, INVALID_REVISION, FEED_CORRUPT
-  Feed: one "set" event per value written (none for kept ones).          ]]
+  Feed: one "set" event per value written (none for kept ones), by the
+  importer, with a writer field naming the value's writer when another.  ]]
 
 register('redismem_import_values', function(keys, args)
   return import_entries(keys, args, 'value')

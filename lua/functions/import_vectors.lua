@@ -22,7 +22,8 @@
          target's is the same or later) or already expired.
   Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_KEY, INVALID_VECTOR,
           INVALID_METADATA, REQUEST_TOO_LARGE, INVALID_REVISION, FEED_CORRUPT
-  Feed: one "set" event (kind vector, no value) per vector written.       ]]
+  Feed: one "set" event (kind vector, no value) per vector written, by the
+  importer, with a writer field naming the vector's writer when another. ]]
 
 register('redismem_import_vectors', function(keys, args)
   return import_entries(keys, args, 'vector')

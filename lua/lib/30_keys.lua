@@ -23,6 +23,7 @@ local SCHEMA = {
   feed = function(c) return key_base(c.ns) .. 'feed' end,
   sequence = function(c) return key_base(c.ns) .. 'seq' end,
   feed_size = function(c) return key_base(c.ns) .. 'feedsz' end,
+  feed_rebuild = function(c) return key_base(c.ns) .. 'feed:rebuild' end,
   config = function(c) return key_base(c.ns) .. 'cfg' end,
   principal = function(c, who) return key_base(c.ns) .. 'who:' .. who end,
   scopes = function(c) return key_base(c.ns) .. 'scopes' end,

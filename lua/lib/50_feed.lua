@@ -7,7 +7,8 @@
   merge adds either delta (the increment, the appended item, the merge
   patch; at most feed_value_bytes) or delta_omitted=1, and an append or a
   merge never carries the whole value. Vector, delete and turn events
-  carry neither.
+  carry neither. An import's event adds writer (the entry's own writer,
+  which it keeps) when that is not the importer, its by.
   Writes run in two phases. prepare_feed reads the counter and the feed's
   size before anything is written, and plan_event records each change's
   event; publish then appends them, the first XADD before any other write of
@@ -215,6 +216,15 @@ local function append_event(w, sequence, fields, threshold)
   return redis.pcall('XADD', w.feed, id, unpack(fields))
 end
 
+-- Refuse, before anything is written, events that would take the
+-- sequence past max_sequence (only a raw write puts it near).
+local function check_room(w, first, count)
+  if first + count - 1 > LIMITS.max_sequence then
+    fail('FEED_CORRUPT', 'the feed sequence is at ' .. int_string(first - 1) .. ': '
+         .. count .. ' more events would pass ' .. int_string(LIMITS.max_sequence) .. repair_hint(w.c))
+  end
+end
+
 -- Append the planned events: the first write of the call; the last XADD
 -- also trims the head when a trim is due. Sets w.first_seq and w.last_seq
 -- when it appended any.
@@ -230,10 +240,11 @@ local function publish(w)
   w.feed_bytes = w.stored_bytes + added
   local threshold, freed = write_trim(w)
   local first = w.sequence + 1
+  check_room(w, first, count)
   local reply = append_event(w, first, w.events[1], count == 1 and threshold or nil)
   if type(reply) == 'table' and reply.err then
     local last = last_generated(w.feed)
-    if last and last >= first and last < LIMITS.max_sequence then
+    if last and last >= first and last + count <= LIMITS.max_sequence then
       first = last + 1 -- the counter was lost: go on from the stream
       reply = append_event(w, first, w.events[1], count == 1 and threshold or nil)
     end

@@ -142,6 +142,11 @@ local function import_entries(keys, args, kind)
     if written[i] > 0 then
       spec.current(ctx, item)
       plan_event(w, item.key, 'set', item.revision, item.event)
+      if item.by ~= principal then -- by is the importer; the entry keeps its writer
+        local fields = w.events[#w.events]
+        fields[#fields + 1] = 'writer'
+        fields[#fields + 1] = item.by
+      end
     end
   end
   start_writing(w)

@@ -342,7 +342,7 @@ def repair_feed_cmd(url: str | None, namespace: str, as_json: bool) -> None:
 
     async def run() -> dict[str, Any]:
         async with await connect(url, namespace=namespace) as mem:
-            done = await repair_feed(mem.client, mem.namespace)
+            done = await repair_feed(mem)
             return dataclasses.asdict(done) | {"removed": list(done.removed)}
 
     emit(run_sync(run()), as_json,
