@@ -34,7 +34,7 @@ _BAD_ID = re.compile(f"[:{{}}{WHITESPACE}\\x00-\\x1f\\x7f]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _FORMAT = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in limits.FORMAT_RANGES) + "]")
 """A format character (Unicode category Cf): invisible, or reordering text."""
-_CURSOR = re.compile(r"(?:[0-9a-f]{2})+")
+_CURSOR = re.compile(r"(?:[0-9a-f]{2})+\+?")
 
 
 def _format_problem(text: str) -> str | None:
@@ -185,7 +185,7 @@ def cursor_arg(cursor: object) -> str:
     if cursor is None:
         return ""
     if not isinstance(cursor, str) or not _CURSOR.fullmatch(cursor) or (
-        len(cursor) > 2 * limits.MAX_KEY_BYTES
+        len(cursor.removesuffix("+")) > 2 * limits.MAX_KEY_BYTES
     ):
         raise InvalidCursorError(f"cursor is not one redismem returned: {cursor!r}")
     return cursor

@@ -30,6 +30,7 @@ from .transfer import (
     _names,
     memory_fields,
     memory_problem,
+    session_id,
     survey,
 )
 from .users import lossy_defaults, open_doors
@@ -285,6 +286,8 @@ async def audit(mem: Memory) -> AsyncIterator[Finding]:
     for member in found.bad_users:
         yield Finding(K.memory_users(ns), f"lists {member[:80]!r}, which is no UTF-8 "
                       "(exports and audits leave it out)")
+    async for finding in _guarded(_sessions_and_dimension(client, ns), K.sessions(ns), broken):
+        yield finding
     for user in found.users:
         async for finding in _guarded(_memories(mem, user), K.memories(ns, user)):
             yield finding
@@ -332,6 +335,21 @@ async def _guarded(findings: AsyncIterator[Finding], key: str,
             yield Finding(key, f"cannot be read, a raw command changed a key's type: {exc}")
 
 
+async def _sessions_and_dimension(client: Any, ns: str) -> AsyncIterator[Finding]:
+    """Members of the sessions registry that are no session id, and a
+    long-term memory dimension that is no dimension (vector searches of
+    memories fail on it)."""
+    async for member, _ in client.zscan_iter(K.sessions(ns), count=1000):
+        if session_id(member) is None:
+            yield Finding(K.sessions(ns), f"lists {member[:80]!r}, which is no session id "
+                          "(exports report it, and leave it out)")
+    dim = await client.get(K.memory_dim(ns))
+    if dim is not None and not stored_count(dim, limits.MAX_VECTOR_DIM):
+        yield Finding(K.memory_dim(ns), f"holds {dim[:40]!r}, not a dimension of at most "
+                      f"{limits.MAX_VECTOR_DIM}: memory vector searches fail until it is "
+                      "deleted")
+
+
 async def _turns(client: Any, ns: str, now: int) -> AsyncIterator[Finding]:
     """Each turn of the registry whose hash a raw write left in a state no
     call sets (redismem.turns.problems); none for a role that may not read
@@ -369,7 +387,9 @@ class FeedIndex:
 
     def __init__(self, read_at: int) -> None:
         self.read_at = read_at  # entries written later may have no event read
-        self.oldest: int | None = None  # ts of the first event retained
+        # ts of the first event retained: an entry written in a later
+        # millisecond has its event in the feed (one in the same may not)
+        self.oldest: int | None = None
         self.writers: dict[tuple[str, str, str, str, int], str] = {}
 
     def add(self, event: Any) -> None:
@@ -388,7 +408,7 @@ class FeedIndex:
                 return (f"its writer is {shown!r}, the feed says {writer!r} wrote revision "
                         f"{revision}: a raw write")
             return None
-        if self.oldest is not None and self.oldest <= int(ts) < self.read_at:
+        if self.oldest is not None and self.oldest < int(ts) < self.read_at:
             return (f"revision {revision} has no feed event, though the feed holds every event "
                     "since before it was written: a raw write")
         return None

@@ -371,18 +371,19 @@ class Functions:
     async def list_keys(self, ns: str, scope: str, sid: str, kind: K.Kind, prefix: str,
                         cursor: str, limit: str) -> tuple[str | None, list[str], int]:
         """``redismem_list_keys``: (next cursor or None, names, how many
-        listed names were left out as not UTF-8: raw writes)."""
+        listed names were left out as longer than the key limit or not
+        UTF-8: raw writes)."""
         keys = [K.names(ns, kind, scope, sid), K.expiry(ns, kind, scope, sid)]
         reply = await self._call("redismem_list_keys", keys,
                                  [ns, scope, sid, kind, prefix, cursor, limit], read_only=True)
-        next_cursor = reply[0].decode()
+        next_cursor, long = reply[0].decode(), int(reply[1])
         names = []
-        for raw in reply[1:]:
+        for raw in reply[2:]:
             try:
                 names.append(raw.decode())
             except UnicodeDecodeError:
                 continue
-        return (next_cursor or None), names, len(reply) - 1 - len(names)
+        return (next_cursor or None), names, long + len(reply) - 2 - len(names)
 
     async def trim_feed(self, ns: str, budget: int) -> tuple[int, bool]:
         """``redismem_trim_feed``: (events dropped, whether more may be due)."""

@@ -120,12 +120,14 @@ class RawRow:
     content: Any
 
 
-def check(record: dict[str, Any]) -> RawRow:
-    """A raw record, checked.
+def check(record: dict[str, Any], max_value_bytes: int, max_call_bytes: int) -> RawRow:
+    """A raw record, checked, with the target's limits of a write: no
+    field, value or member over ``max_value_bytes``, and no more than
+    ``max_call_bytes`` in all.
 
     Raises:
-        ValueError: a field is missing, malformed, or names a key a raw
-            record may not write (the message says which).
+        ValueError: a field is missing, malformed, too large, or names a
+            key a raw record may not write (the message says which).
     """
     shapes = [shape for shape in SHAPES if shape in record]
     unknown = sorted(set(record) - {"type", "key", "problem", *SHAPES})
@@ -153,7 +155,27 @@ def check(record: dict[str, Any]) -> RawRow:
             raise ValueError("stream must be a list of [id, {base64 field: base64 value}]")
         checked = [{_bytes(k, "a field"): _bytes(v, "a value") for k, v in fields.items()}
                    for _, fields in content]
+    _check_sizes(_parts(shape, checked), max_value_bytes, max_call_bytes)
     return RawRow(suffix, shape, checked)
+
+
+def _parts(shape: str, content: Any) -> list[bytes]:
+    if shape == "hash":
+        return [part for pair in content.items() for part in pair]
+    if shape == "zset":
+        return [member for member, _ in content]
+    return [part for fields in content for pair in fields.items() for part in pair]
+
+
+def _check_sizes(parts: list[bytes], max_value_bytes: int, max_call_bytes: int) -> None:
+    largest = max(map(len, parts), default=0)
+    if largest > max_value_bytes:
+        raise ValueError(f"a raw record's part holds {largest} bytes, over max_value_bytes "
+                         f"({max_value_bytes})")
+    total = sum(map(len, parts))
+    if total > max_call_bytes:
+        raise ValueError(f"a raw record holds {total} bytes, over max_call_bytes "
+                         f"({max_call_bytes})")
 
 
 async def restore(client: Any, ns: str, row: RawRow) -> bool:

@@ -85,6 +85,7 @@ class Checker:
 
     max_value_bytes: int
     memory_dim: int | None
+    max_call_bytes: int = limits.MAX_CALL_BYTES
     line: int = 0
     namespace: str | None = None
 
@@ -95,6 +96,9 @@ class Checker:
             record = json.loads(text)
         except json.JSONDecodeError as exc:
             raise _fail(line, f"not JSON: {exc}") from None
+        except RecursionError:
+            raise _fail(line, "its JSON is nested too deeply to read (no export writes "
+                        f"more than {limits.MAX_JSON_DEPTH} levels)") from None
         if not isinstance(record, dict) or record.get("type") not in RECORD_TYPES:
             kind = record.get("type") if isinstance(record, dict) else None
             raise _fail(line, f"type must be one of {', '.join(RECORD_TYPES)}, got {kind!r}")
@@ -204,29 +208,52 @@ class Checker:
         return Row(("memory",), (memory, embedding), len(text))
 
     def _raw(self, record: dict[str, Any], line: int) -> Row:
-        checked = raw.check(record)
+        checked = raw.check(record, self.max_value_bytes, self.max_call_bytes)
         return Row(("raw",), (checked,), 0)
 
 
-def read_header(path: Path) -> str:
+def max_line_bytes(max_value_bytes: int) -> int:
+    """The longest line an import reads by default: a record of a value of
+    ``max_value_bytes`` escaped twice over, or a raw record of it in base64,
+    with room for its other fields."""
+    return 2 * max_value_bytes + 65_536
+
+
+def read_header(path: Path, longest: int | None = None) -> str:
     """The namespace an export file was written from (its header line).
 
     Raises:
         InvalidExportError: the file does not start with an export header.
         OSError: the file cannot be read.
     """
-    for text in lines(path):
-        checker = Checker(limits.MAX_VALUE_BYTES_CEILING, None)
+    for text in lines(path, longest or max_line_bytes(limits.MAX_VALUE_BYTES)):
+        checker = Checker(limits.MAX_VALUE_BYTES_CEILING, None, limits.MAX_CALL_BYTES_CEILING)
         checker.row(text)
         assert checker.namespace is not None
         return checker.namespace
     raise InvalidExportError("the file is empty: no export header")
 
 
-def lines(path: Path) -> Iterator[str]:
-    """The non-blank lines of an export file."""
-    with path.open(encoding="utf-8") as handle:
-        for text in handle:
+def lines(path: Path, longest: int) -> Iterator[str]:
+    """The non-blank lines of an export file, each read only when it is at
+    most ``longest`` bytes: a longer line is refused before it is read
+    whole, let alone parsed.
+
+    Raises:
+        InvalidExportError: a line is longer, or is not UTF-8.
+    """
+    with path.open("rb") as handle:
+        for number, data in enumerate(iter(lambda: handle.readline(longest + 1), b""), 1):
+            if len(data) > longest:
+                raise InvalidExportError(
+                    f"line {number}: longer than {longest} bytes; an export of this target's "
+                    "limits has no such line (raise it with --max-line-bytes)")
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InvalidExportError(f"line {number}: not UTF-8 (byte {exc.start + 1} is "
+                                         f"{data[exc.start:exc.start + 1]!r}); exports are "
+                                         "UTF-8") from None
             if text.strip():
                 yield text
 
@@ -246,15 +273,17 @@ class ImportSummary:
         self.kept[kind] = self.kept.get(kind, 0) + kept
 
 
-async def check_file(store: RedisMemoryStore, path: Path) -> int:
+async def check_file(store: RedisMemoryStore, path: Path, longest: int | None = None) -> int:
     """Check every line of ``path`` against the store's namespace; returns the
-    number of records.
+    number of records. ``longest``: the longest line read (bytes; None: from
+    the namespace's ``max_value_bytes``, :func:`max_line_bytes`).
 
     Raises:
-        InvalidExportError: a line is malformed (the message names it).
+        InvalidExportError: a line is malformed or too long (the message
+            names it).
     """
     checker = await _checker(store)
-    for text in lines(path):
+    for text in lines(path, longest or max_line_bytes(checker.max_value_bytes)):
         checker.row(text)
     if checker.line == 0:
         raise InvalidExportError("the file is empty: no export header")
@@ -264,7 +293,8 @@ async def check_file(store: RedisMemoryStore, path: Path) -> int:
 async def _checker(store: RedisMemoryStore) -> Checker:
     settings = await store.memory.settings()
     dim = await store.memory.client.get(K.memory_dim(store.namespace))
-    return Checker(int(settings["max_value_bytes"]), int(dim) if dim else None)
+    return Checker(int(settings["max_value_bytes"]), int(dim) if dim else None,
+                   int(settings["max_call_bytes"]))
 
 
 # import: writing
@@ -359,15 +389,15 @@ class _Writer:
             self.summary.count("raw", int(written), int(not written))
 
 
-async def import_file(store: RedisMemoryStore, path: Path, progress: Progress | None = None
-                      ) -> ImportSummary:
+async def import_file(store: RedisMemoryStore, path: Path, progress: Progress | None = None,
+                      longest: int | None = None) -> ImportSummary:
     """Import an export file into the store's namespace (see the module doc).
     ``check_file`` must have passed; ``progress`` gets the number of records done.
     """
     checker = await _checker(store)
     summary = ImportSummary(store.namespace)
     writer = _Writer(store, summary)
-    for text in lines(path):
+    for text in lines(path, longest or max_line_bytes(checker.max_value_bytes)):
         await writer.add(checker.row(text))
         summary.records += 1
         if progress:

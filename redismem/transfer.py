@@ -333,7 +333,7 @@ async def _memories(mem: Memory, user: str) -> AsyncIterator[Found]:
                                  memory_id.encode(), problem)
 
 
-def _session_id(member: bytes) -> str | None:
+def session_id(member: bytes) -> str | None:
     """A sessions registry member as a session id, or None when it is none."""
     try:
         return check.check_id("session id", member.decode())
@@ -367,7 +367,7 @@ async def _found(mem: Memory, plan: Survey) -> AsyncIterator[Found]:
     yield {"type": "settings", "settings": {k: settings[k] for k in sorted(explicit)
                                             if k in settings}}
     for sid, created in await client.zrange(K.sessions(ns), 0, -1, withscores=True):
-        session = _session_id(sid)
+        session = session_id(sid)
         if session is None or not math.isfinite(created):  # a raw ZADD
             yield Damaged(K.sessions(ns).encode(), f"lists {sid[:80]!r} (created at {created}), "
                           "which is no session the library registers",

@@ -625,6 +625,9 @@ async def test_audit_checks_each_writer_against_the_feed_and_finds_gaps(
 
     ns, scope = rmem.namespace, rmem.session("s")
     await scope.set("k", 1)
+    first = int(await rmem.client.hget(K.value(ns, "session", "s", "k"), "ts"))
+    while redismem.now_ms() <= first + 1:  # j's write comes in a later millisecond
+        await asyncio.sleep(0.001)
     await scope.set("j", 2)
     await scope.set_vector("v", [1.0, 0.0])
     await scope.set("later", 3)
@@ -659,3 +662,50 @@ async def test_audit_checks_each_writer_against_the_feed_and_finds_gaps(
             (name, "importer", "tester") for name in ("k", "j", "v", "later")}
         assert (await copy.session("s").get("k")) == redismem.MemoryValue(1, 1, True)
         assert [f async for f in audit(copy)] == []
+
+
+@pytest.mark.parametrize("long_name", [b"m" * 10_000_000, b"m" * 600 + b"\xff" * 100,
+                                       b"\xff" * 700])
+async def test_a_listed_name_past_the_key_limit_is_skipped_and_paging_goes_on(
+        rmem: redismem.Memory, long_name: bytes) -> None:
+    """A writer's raw ZADD of a 10 MB name into a scope's listing made a
+    reader's keys(limit=100) take 4.7 s of server time (the page's cursor
+    was the hex of the whole name). It is skipped and counted; a page that
+    ends on it gets a short cursor that starts after every name sharing its
+    first 512 bytes, and paging reaches every real name."""
+    ns, scope = rmem.namespace, rmem.session("s")
+    names = ["a", "m" * 512, "mz", "n", "\u00e9"]
+    await scope.set_many(dict.fromkeys(names, 1))
+    await rmem.client.zadd(K.names(ns, "value", "session", "s"),
+                           {long_name: 0, long_name + b"x": 0, long_name[:600]: 0})
+    seen, skipped, cursor, pages = [], 0, None, 0
+    while True:
+        page = await scope.keys(cursor=cursor, limit=1)
+        seen += page.keys
+        skipped += page.skipped
+        pages += 1
+        assert page.next_cursor is None or len(page.next_cursor) <= 2 * 512 + 1
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    assert seen == sorted(names, key=str.encode)
+    assert skipped >= 2 and pages < 20
+    assert sorted(await scope.list_keys()) == sorted(names)
+
+
+async def test_audit_finds_a_bad_session_member_and_memory_dimension(
+        rmem: redismem.Memory) -> None:
+    """A raw ZADD of a non-UTF-8 sessions member and a raw SET of the
+    memory dimension both passed audit."""
+    from redismem.audit import audit
+
+    ns = rmem.namespace
+    await rmem.create_session("s1")
+    assert [f async for f in audit(rmem)] == []
+    await rmem.client.zadd(K.sessions(ns), {b"\xff": 1})
+    await rmem.client.set(K.memory_dim(ns), "abc")
+    assert {(f.key, f.problem) async for f in audit(rmem)} == {
+        (K.sessions(ns), "lists b'\\xff', which is no session id (exports report it, and "
+                         "leave it out)"),
+        (K.memory_dim(ns), "holds b'abc', not a dimension of at most 4096: memory vector "
+                           "searches fail until it is deleted")}

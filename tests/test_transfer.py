@@ -3,6 +3,7 @@ bad files refused before anything is written, and the raw Lua functions."""
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import os
@@ -308,6 +309,17 @@ BAD_FILES: list[tuple[str, list[Any], str]] = [
      "line 5: revisions must be an object"),
     ("session id", _after_good({"type": "session", "id": "a b", "created_at": 1}),
      "line 5: session id must not contain"),
+    # a raw record is held to the limits of a write (a 50 MB field was imported)
+    ("raw field size", _after_good({"type": "raw", "key": base64.b64encode(b"val:global:_:r")
+                                    .decode(), "problem": "", "hash": {
+                                        "dg==": base64.b64encode(b"x" * 2_100_000).decode()}}),
+     "line 5: a raw record's part holds 2100000 bytes, over max_value_bytes (2000000)"),
+    ("raw record size", _after_good({"type": "raw", "key": base64.b64encode(b"val:global:_:r")
+                                     .decode(), "problem": "", "hash": {
+                                         base64.b64encode(b"f%d" % i).decode():
+                                         base64.b64encode(b"x" * 600_000).decode()
+                                         for i in range(3)}}),
+     "line 5: a raw record holds 1800006 bytes, over max_call_bytes (1114112)"),
 ]
 
 
@@ -517,3 +529,43 @@ async def test_a_session_registry_member_that_is_no_session_is_named_not_a_crash
     out = io.StringIO()
     summary = await transfer.export_namespace(rmem, out.write, keep_raw=True)
     assert summary.exported["session"] == 1 and summary.exported["raw"] >= 1
+
+
+@pytest.mark.parametrize(("name", "line", "message"), [
+    ("too long", b'{"type": "value", "value": [' + b"1," * 20_000_000 + b'1]}',
+     "line 5: longer than "),
+    ("not utf-8", b'{"type": "value", "key": "\xff"}', "line 5: not UTF-8 (byte 27 is b'\\xff')"),
+    ("too deep", b"[" * 100_000 + b"]" * 100_000, "line 5: its JSON is nested too deeply"),
+])
+async def test_a_line_that_is_too_long_deep_or_not_utf8_is_refused_clearly(
+        source: redismem.RedisMemoryStore, tmp_path: Path, name: str, line: bytes,
+        message: str) -> None:
+    """A 100 MB line of nested lists took 99.8 s and 8 GB before it was
+    refused; a non-UTF-8 line said only "UnicodeDecodeError", a deep one
+    "unexpected RecursionError". A line past --max-line-bytes (default:
+    twice max_value_bytes plus 64 KiB) is refused before it is read whole."""
+    good = "\n".join(json.dumps(r) for r in _after_good()) + "\n"
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(good.encode() + line + b"\n")
+    before = await snapshot(source.memory)
+    with pytest.raises(InvalidExportError) as info:
+        await restore.check_file(source, path)
+    assert str(info.value).startswith(message), str(info.value)
+    assert await snapshot(source.memory) == before
+    if name == "too long":  # the default bound follows the target's value limit
+        settings = await source.memory.settings()
+        assert str(info.value).startswith(
+            f"line 5: longer than {restore.max_line_bytes(int(settings['max_value_bytes']))} ")
+        with pytest.raises(InvalidExportError, match="line 5: a value record needs"):
+            await restore.check_file(source, path, longest=50_000_000)  # read, then refused
+
+
+def test_the_import_command_takes_max_line_bytes(tmp_path: Path, redis_url: str,
+                                                 ns: str) -> None:
+    path = tmp_path / "f.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in [_header(ns), _value(value="x" * 5000)]))
+    refused = run_script("import", "--namespace", ns, "--max-line-bytes", "2000", str(path),
+                         url=redis_url)
+    assert refused.returncode == 1 and "line 2: longer than 2000 bytes" in refused.stderr
+    done = run_script("import", "--namespace", ns, str(path), url=redis_url)
+    assert done.returncode == 0, done.stderr

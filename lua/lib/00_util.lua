@@ -68,8 +68,23 @@ local function is_utf8(text)
 end
 
 -- Text for an error message: printable, valid UTF-8, at most 80 bytes.
+-- Only the first SHOW_READ bytes are looked at (a refused 1 MiB value must
+-- not cost a scan of it), never ending inside a UTF-8 sequence.
+local SHOW_READ = 120
 local function show(value)
   local text = tostring(value)
+  if #text > SHOW_READ then
+    local cut, back = SHOW_READ, 0
+    while back < 3 and string.byte(text, cut - back) >= 0x80 and string.byte(text, cut - back) <= 0xBF do
+      back = back + 1
+    end
+    local lead = string.byte(text, cut - back)
+    local need = lead >= 0xF0 and 4 or lead >= 0xE0 and 3 or lead >= 0xC0 and 2 or 1
+    if lead >= 0xC0 and back + 1 < need then
+      cut = cut - back - 1 -- the last sequence was cut: leave it out
+    end
+    text = string.sub(text, 1, cut)
+  end
   if not is_utf8(text) then
     text = string.gsub(text, '[\128-\255]', function(c) return string.format('\\x%02x', string.byte(c)) end)
   end

@@ -168,16 +168,21 @@ local function to_hex(text)
   return (string.gsub(text, '.', function(c) return string.format('%02x', string.byte(c)) end))
 end
 
--- A key cursor is the hex of the last key a page returned.
+-- A key cursor is the hex of the last name a page examined (the next
+-- page starts after it), or the hex of a name to start at followed by '+'
+-- (the next page starts there: past over-long names, list_keys.lua).
+-- Returns the name and whether the next page starts at it.
 local function parse_cursor(text)
   if text == '' then
-    return nil
+    return nil, false
   end
-  if #text % 2 ~= 0 or #text > 2 * LIMITS.max_key_bytes or string.find(text, '[^0-9a-f]') then
+  local hex, at = string.match(text, '^(%x*)(%+?)$')
+  if not hex or #hex == 0 or #hex % 2 ~= 0 or #hex > 2 * LIMITS.max_key_bytes
+      or string.find(hex, '[A-F]') then
     fail('INVALID_CURSOR', 'cursor is not one this library returned: ' .. show(text))
   end
-  local key = string.gsub(text, '%x%x', function(h) return string.char(tonumber(h, 16)) end)
-  return key
+  local key = string.gsub(hex, '%x%x', function(h) return string.char(tonumber(h, 16)) end)
+  return key, at == '+'
 end
 
 -- How many fixed-width items follow ARGV[first]: `width` arguments each,

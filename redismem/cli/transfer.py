@@ -91,11 +91,16 @@ def export_cmd(url: str | None, namespace: str, output: str, keep_raw: bool,
 @url_option
 @click.option("--namespace", "-n", default=None,
               help="Namespace to import into (default: the one the file was exported from).")
+@click.option("--max-line-bytes", type=click.IntRange(1024, 2**31), default=None,
+              help="Refuse a line longer than this, before reading it whole (default: twice "
+                   "the target's max_value_bytes plus 64 KiB).")
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True, exists=True))
 @json_option
-def import_cmd(url: str | None, namespace: str | None, file: str, as_json: bool) -> None:
+def import_cmd(url: str | None, namespace: str | None, max_line_bytes: int | None, file: str,
+               as_json: bool) -> None:
     """Restore an export FILE (- = standard input). Idempotent: what the target
-    holds at the same or a later revision is kept; nothing is deleted."""
+    holds at the same or a later revision is kept; nothing is deleted. Every
+    line is checked first: a malformed file changes nothing."""
     with contextlib.ExitStack() as stack:
         if file == "-":
             spool = stack.enter_context(tempfile.TemporaryDirectory())
@@ -105,16 +110,16 @@ def import_cmd(url: str | None, namespace: str | None, file: str, as_json: bool)
         else:
             path = Path(file)
         try:
-            header = restore.read_header(path)
+            header = restore.read_header(path, max_line_bytes)
         except (OSError, ValueError) as exc:
             raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
         target = namespace or header
 
         async def run() -> restore.ImportSummary:
             async with RedisMemoryStore(url, namespace=target) as store:
-                total = await restore.check_file(store, path)
+                total = await restore.check_file(store, path, max_line_bytes)
                 with _progress(f"importing into {target}", total, as_json) as advance:
-                    return await restore.import_file(store, path, advance)
+                    return await restore.import_file(store, path, advance, max_line_bytes)
 
         summary = run_sync(run())
     data = {"namespace": summary.namespace, "records": summary.records,
