@@ -1,5 +1,5 @@
 """Strict JSON: the one rule the Python side and the Lua library apply
-(``lua/lib/15_text.lua``; ``tests/test_json_rules.py`` checks with generated
+(``lua/lib/15_json.lua``; ``tests/test_json_rules.py`` checks with generated
 input that both accept exactly the same texts).
 
 A text is accepted when it is UTF-8 holding one RFC 8259 value: no ``NaN``,

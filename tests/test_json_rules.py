@@ -196,7 +196,8 @@ def test_lua_and_python_accept_the_same_json_texts(client: redis.Redis, raw: byt
 @given(raw=st.one_of(NUMBER_RUNS, LONG_STRINGS))
 def test_runs_checked_in_bulk_agree(client: redis.Redis, raw: bytes) -> None:
     """Long runs of numbers and of non-ASCII text take bulk paths in Lua
-    (lib/15_text.lua); each path must still decide exactly as Python."""
+    (lib/13_numbers.lua, lib/12_utf8.lua); each path must still decide exactly as
+    Python."""
     python = _json.error(raw)
     lua = set_value(client, value=raw)
     assert (python is None) == (lua is None), (raw, python, lua)

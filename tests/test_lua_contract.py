@@ -54,6 +54,18 @@ def test_every_function_file_documents_its_contract(path: Path) -> None:
     assert f"register('{name}'" in path.read_text(), "one file, one registered function"
 
 
+@pytest.mark.parametrize("path", sorted(LUA.rglob("*.lua")), ids=lambda p: p.name)
+def test_every_lua_file_is_small_and_says_what_it_holds(path: Path) -> None:
+    """One concern per file: a header naming it (the part of its file name
+    after the number, for lib/), and no file over 600 lines (15_text.lua
+    had 719: JSON syntax, UTF-8, numbers and reading, now four files)."""
+    text = path.read_text()
+    assert len(text.splitlines()) <= 600, f"{path.name}: split it by concern"
+    if path.parent.name == "lib":
+        concern = path.stem.split("_", 1)[1]
+        assert text.startswith(f"--[[ {concern}: "), "the header starts with its concern"
+
+
 class Recording(Functions):
     """Functions that remember each call: its name, KEYS, ARGV and whether
     it was read-only."""

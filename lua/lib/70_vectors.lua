@@ -62,7 +62,7 @@ local function check_embedding(blob)
 end
 
 -- The top-level members of a metadata object: name -> span (json_error's
--- record, see lib/15_text.lua), checked and recorded in one pass.
+-- record, see lib/15_json.lua), checked and recorded in one pass.
 local function check_metadata(text)
   return decode_object('INVALID_METADATA', 'metadata', text, LIMITS.max_metadata_bytes)
 end
