@@ -25,13 +25,16 @@ ROLES = ("reader", "writer", "admin", "worker", "operator")
 NAMESPACE_ROLES = ROLES[:4]
 
 # every role: connect, identify itself, check the library's code (FUNCTION
-# LIST only), read settings and values through the read-only functions, and
-# on a cluster read its topology (what redis-py's cluster client asks)
+# LIST only), read settings and values through the read-only functions, on
+# a cluster read its topology (what redis-py's cluster client asks), and
+# queue a command between MULTI and DISCARD: an import asks the ACL so,
+# before it writes, whether it may write (redismem/import_probe.py); EXEC
+# is not granted
 CONNECT = ("+ping", "+echo", "+hello", "+auth", "+select", "+reset", "+quit",
            "+client|setname", "+client|getname", "+client|id",
            "+client|info", "+info", "+function|list", "+time", "+fcall_ro",
            "+cluster|slots", "+cluster|shards", "+cluster|nodes", "+cluster|info",
-           "+cluster|myid", "+readonly", "+readwrite", "+command")
+           "+cluster|myid", "+readonly", "+readwrite", "+command", "+multi", "+discard")
 # what the library's read functions and the Python readers call
 READS = ("+hget", "+hmget", "+hgetall", "+hscan", "+zscore", "+zrange", "+zrevrange",
          "+zrangebylex", "+zrangebyscore", "+zcard", "+get", "+xrange", "+xrevrange",

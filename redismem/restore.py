@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from . import _validate as check
+from . import import_probe, limits, raw
 from . import keys as K
-from . import limits, raw
 from . import vectors as V
 from .errors import InvalidExportError, RedisMemError
 from .functions import refusals, request_bytes
@@ -311,6 +311,8 @@ class _Writer:
         self.rows: list[Row] = []
         self.size = 0
         self.names: set[str] = set()
+        self.first = 0  # the record number of the batch's first row
+        self.records = 0
 
     async def add(self, row: Row) -> None:
         # a key twice in one call is refused by Lua: a repeated key starts a new batch
@@ -324,6 +326,9 @@ class _Writer:
         ):
             await self.flush()
             self.group = row.group
+        self.records += 1
+        if not self.rows:
+            self.first = self.records
         self.rows.append(row)
         self.size += row.size
         if name is not None:
@@ -394,13 +399,60 @@ async def import_file(store: RedisMemoryStore, path: Path, progress: Progress | 
     """Import an export file into the store's namespace (see the module doc).
     ``check_file`` must have passed; ``progress`` gets the number of records done.
     """
+    longest = longest or max_line_bytes((await _checker(store)).max_value_bytes)
+    await _probe(store, path, longest)
     checker = await _checker(store)
     summary = ImportSummary(store.namespace)
     writer = _Writer(store, summary)
-    for text in lines(path, longest or max_line_bytes(checker.max_value_bytes)):
-        await writer.add(checker.row(text))
-        summary.records += 1
-        if progress:
-            progress(1)
-    await writer.flush()
+    try:
+        for text in lines(path, longest):
+            await writer.add(checker.row(text))
+            summary.records += 1
+            if progress:
+                progress(1)
+        await writer.flush()
+    except RedisMemError as exc:
+        group = writer.group[0] if writer.group else "first"
+        exc.args = (f"{exc.args[0] if exc.args else exc}; the import stopped in the {group} "
+                    f"records from record {writer.first} on: before the failing call it wrote "
+                    f"{_counts(summary.written)} and kept {_counts(summary.kept)}, after it "
+                    "nothing",)
+        exc.import_summary = summary  # type: ignore[attr-defined]
+        raise
     return summary
+
+
+async def _probe(store: RedisMemoryStore, path: Path, longest: int) -> None:
+    """Refuse, before anything is written, a file this credential could
+    only import in part: the first write of each group of records is
+    checked against the server's ACL (redismem.import_probe).
+
+    Raises:
+        PermissionDeniedError: naming the key the credential may not write.
+    """
+    checker = await _checker(store)
+    firsts: dict[tuple[str, ...], Row] = {}
+    for text in lines(path, longest):
+        row = checker.row(text)
+        firsts.setdefault(row.group, row)
+    functions = store.memory._conn.functions
+    commands = []
+    replicas, functions.replicas = functions.replicas, 0  # every call through the client
+    try:
+        for group, row in firsts.items():
+            if group[0] == "raw":
+                commands.append(import_probe.raw_command(store.namespace, row.args[0]))
+                continue
+            writer = _Writer(store, ImportSummary(store.namespace))
+            writer.group, writer.rows = group, [row]
+            command = await import_probe.capture([store.memory.client, functions._client],
+                                                 writer.flush)
+            if command is not None:
+                commands.append(command)
+    finally:
+        functions.replicas = replicas
+    await import_probe.check(store.memory.client, commands)
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()) if n) or "nothing"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import itertools
 import json
@@ -644,6 +645,22 @@ def _fit(make: Callable[[int], Any], limit: int) -> Any:
     return make(low)
 
 
+def probe_shapes(size: int) -> Iterator[tuple[str, bytes]]:
+    """Values of ``size`` bytes that issue 38's probe found slowest to check
+    (a refused one included)."""
+    e = "é"
+    yield "refused string of é ending in \\xff", \
+        b'"' + (e * ((size - 3) // 2)).encode() + b'\xff"'
+    yield "string of é", ('"' + e * ((size - 2) // 2) + '"').encode()
+    yield "string alternating é and \\n", ('"' + "é\\n" * ((size - 2) // 4) + '"').encode()
+    for token, what in (('1e300,"x"', '[1e300,"x",...]'), ("4.9e-324", "4.9e-324 repeated"),
+                        ("[[1,2],[3,4]]", "[[1,2],[3,4]] repeated"), ('""', '["",...]'),
+                        ('{"a":1}', "small objects")):
+        yield what, ("[" + ",".join([token] * ((size - 2) // (len(token) + 1))) + "]").encode()
+    yield "depth-256 nests", ("[" + ",".join(["[" * 255 + "]" * 255]
+                                             * ((size - 2) // 511)) + "]").encode()
+
+
 async def bench_stall(url: str, n: int) -> list[dict[str, Any]]:
     """The longest a PING from another client waits while one redismem call
     runs: the largest calls the namespace's max_call_bytes lets through, and
@@ -677,6 +694,13 @@ async def bench_stall(url: str, n: int) -> list[dict[str, Any]]:
         scope = mem.session("s")
         with Pinger(url) as pinger:
             await asyncio.sleep(0.2)
+            for name, text in probe_shapes(value_budget):  # issue 38's slowest shapes
+                for _ in range(3):
+                    # a refused value counts too: the time to refuse it
+                    with pinger.measure() as result, contextlib.suppress(redismem.RedisMemError):
+                        await mem._conn.functions.set_items(
+                            "value", ns, "session", "s", "", mem.principal, [("k", text, "")])
+                    rows.append({"op": f"set, {len(text) // 1024} kB {name}", "result": result})
             for name, mapping in shapes.items():
                 for _ in range(3):
                     with pinger.measure() as result:

@@ -740,3 +740,55 @@ async def test_an_admins_audit_of_a_healthy_namespace_finds_nothing(
     finally:
         await users.remove_user(operator, name)
         await operator.aclose()
+
+
+def _mixed_file(path: Any, ns: str) -> None:
+    """[header, session, 50 events, value] of namespace ``ns``."""
+    records = [{"type": "header", "format": "redismem-export", "version": 1, "namespace": ns},
+               {"type": "session", "id": "imp-s", "created_at": 1},
+               *({"type": "event", "event": {"id": f"imp-e{i}", "thread_id": "imp-t",
+                                             "user_id": None, "type": "message",
+                                             "timestamp": i, "payload": {}, "tags": []}}
+                 for i in range(50)),
+               {"type": "value", "scope": "session", "scope_id": "imp-s", "key": "k",
+                "value": 1, "revision": 1, "ts": 1, "by": "me", "expires_at": None}]
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+
+
+async def test_an_import_the_credential_cannot_finish_writes_nothing(
+        world: World, tmp_path: Any) -> None:
+    """A writer's import of [session, 50 events, value] wrote the session
+    and the events, then failed on the value (a writer may not import
+    values: they keep their writers), with no account of what was left.
+    The first write of each group is now checked against the ACL first
+    (queued between MULTI and DISCARD), so nothing is written."""
+    from redismem import restore
+
+    path = tmp_path / "mixed.jsonl"
+    _mixed_file(path, world.a)
+    async with redismem.RedisMemoryStore(world.url(W), namespace=world.a) as store:
+        assert await restore.check_file(store, path) == 53
+        with pytest.raises(redismem.PermissionDeniedError, match=r"scope session:imp-s"):
+            await restore.import_file(store, path)
+    admin = _admin(world.state)
+    assert admin.zscore(K.sessions(world.a), "imp-s") is None
+    assert admin.exists(K.thread_events(world.a, "imp-t")) == 0
+
+
+async def test_an_import_stopped_midway_says_what_it_wrote(redis_url: str, ns: str,
+                                                           tmp_path: Any) -> None:
+    """A jammed feed (a raw SET of its counter) stops an import at its
+    first value, after the session and the events (they write no feed
+    event): the error says what was written before the failing call."""
+    from redismem import restore
+
+    path = tmp_path / "mixed.jsonl"
+    _mixed_file(path, ns)
+    async with redismem.RedisMemoryStore(redis_url, namespace=ns) as store:
+        await store.memory.client.set(K.sequence(ns), "not a count")
+        assert await restore.check_file(store, path) == 53
+        with pytest.raises(redismem.FeedCorruptError) as info:
+            await restore.import_file(store, path)
+    assert str(info.value).endswith(
+        "; the import stopped in the value records from record 53 on: before the failing "
+        "call it wrote 50 event, 1 session and kept nothing, after it nothing")

@@ -76,9 +76,11 @@ class Recording(Functions):
         self.sent: list[tuple[str, list[str], list[Any], bool]] = []
 
     async def _call(self, name: str, keys: Any, args: Any, **options: Any) -> Any:
+        reply = await super()._call(name, keys, args, **options)
+        # only calls the server ran (an import's ACL probe sends none of its own)
         self.calls.setdefault(name, []).append(len(keys))
         self.sent.append((name, list(keys), list(args), bool(options.get("read_only"))))
-        return await super()._call(name, keys, args, **options)
+        return reply
 
 
 async def call_every_function(rmem: redismem.Memory, redis_url: str, tmp_path: Path
