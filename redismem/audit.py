@@ -391,13 +391,21 @@ class FeedIndex:
         # millisecond has its event in the feed (one in the same may not)
         self.oldest: int | None = None
         self.writers: dict[tuple[str, str, str, str, int], str] = {}
+        self.sequences: dict[tuple[str, str, str, str, int], int] = {}
 
-    def add(self, event: Any) -> None:
+    def add(self, event: Any) -> str | None:
+        """Record ``event``; why it cannot be the library's, else None."""
         if self.oldest is None:
             self.oldest = int(event.created_at.timestamp() * 1000)
         if event.kind in ("value", "vector") and event.action in _WRITES:
-            self.writers[(event.kind, event.scope, event.scope_id, event.key,
-                          event.revision)] = event.writer or event.principal
+            key = (event.kind, event.scope, event.scope_id, event.key, event.revision)
+            if key in self.sequences:
+                return (f"it records revision {event.revision} of {event.scope}:"
+                        f"{event.scope_id} {event.key!r} again (event {self.sequences[key]} "
+                        "did): the library writes one event per revision, so one is forged")
+            self.writers[key] = event.writer or event.principal
+            self.sequences[key] = event.sequence
+        return None
 
     def problem(self, kind: str, scope: str, sid: str, name: str, revision: int,
                 by: bytes, ts: bytes) -> str | None:
@@ -430,7 +438,9 @@ async def _feed_entries(client: Any, ns: str, written: FeedIndex) -> AsyncIterat
                               "have no event: a raw XDEL deleted them, or a raw XADD moved "
                               "the stream's id past them")
             previous = event.sequence
-            written.add(event)
+            problem = written.add(event)
+            if problem:
+                yield Finding(f"{K.feed(ns)} {entry_id.decode()}", problem)
         if len(entries) < 1000 or entries[-1][0].decode() == LAST_STREAM_ID:
             break
         start = "(" + entries[-1][0].decode()

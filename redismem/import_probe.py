@@ -75,10 +75,8 @@ def raw_command(ns: str, row: RawRow) -> tuple[Any, ...]:
 
 def _key_of(command: tuple[Any, ...]) -> str:
     """A key of ``command``: what places it on a cluster node."""
-    name = str(command[0]).upper()
-    if name == "FCALL":
-        return str(command[3])
-    return str(command[1])  # the key, or FT.CREATE's index (rm:{ns}:idx:...)
+    key = command[3] if str(command[0]).upper() == "FCALL" else command[1]
+    return key.decode(errors="replace") if isinstance(key, bytes) else str(key)
 
 
 async def check(client: Any, commands: list[tuple[Any, ...]]) -> None:

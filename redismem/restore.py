@@ -313,6 +313,7 @@ class _Writer:
         self.names: set[str] = set()
         self.first = 0  # the record number of the batch's first row
         self.records = 0
+        self.streams: dict[bytes, set[tuple[tuple[bytes, bytes], ...]]] = {}  # raw.restore
 
     async def add(self, row: Row) -> None:
         # a key twice in one call is refused by Lua: a repeated key starts a new batch
@@ -390,7 +391,8 @@ class _Writer:
     async def _raw(self) -> None:
         for row in self.rows:
             with refusals():
-                written = await raw.restore(self.mem.client, self.mem.namespace, row.args[0])
+                written = await raw.restore(self.mem.client, self.mem.namespace, row.args[0],
+                                            self.streams)
             self.summary.count("raw", int(written), int(not written))
 
 

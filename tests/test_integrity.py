@@ -635,8 +635,14 @@ async def test_audit_checks_each_writer_against_the_feed_and_finds_gaps(
     await rmem.client.hset(K.value(ns, "session", "s", "k"), "by", "ops")
     await rmem.client.hset(K.vector(ns, "session", "s", "v"), "by", "ops")
     await rmem.client.xdel(K.feed(ns), "2-0")  # the event of j
+    # a forged event with the right fields, claiming k's revision for ops
+    k_event = (await rmem.client.xrange(K.feed(ns), "1-0", "1-0"))[0][1]
+    await rmem.client.xadd(K.feed(ns), {**k_event, b"by": b"ops"}, id="5-0")
+    await rmem.client.set(K.sequence(ns), 5)
     found = {(f.key, f.problem) async for f in audit(rmem)}
     assert found == {
+        (f"{K.feed(ns)} 5-0", "it records revision 1 of session:s 'k' again (event 1 did): "
+                              "the library writes one event per revision, so one is forged"),
         (K.value(ns, "session", "s", "k"),
          "its writer is 'ops', the feed says 'tester' wrote revision 1: a raw write"),
         (K.vector(ns, "session", "s", "v"),
