@@ -131,9 +131,11 @@ NUMBER_LISTS = st.one_of(
 NUMBER_RUNS = st.builds(_number_run, NUMBER_LISTS,
                         st.one_of(BAD_NUMBERS, st.sampled_from(["-", ".", "1.2.3", ".e5", "1.e5"])),
                         st.integers(0, 60), st.booleans())
+# escapes: after 16 in one string Lua checks the rest of it in bulk
 LONG_TEXT = st.lists(st.sampled_from(["a", " ", "é", "ж", "日", "本", "😀", "\\u00e9", "\\u7121",
                                      "\\ud83d\\ude00", "\\n", "\u0800", "\uffff", "\U00010000",
-                                     "\U0010ffff", "\x7f", "\u00a0"]),
+                                     "\U0010ffff", "\x7f", "\u00a0", "\\\\", '\\"', "\\/",
+                                     "\\t\\r"]),
                      min_size=10, max_size=80).map("".join)
 
 
@@ -147,6 +149,15 @@ LONG_STRINGS = st.builds(_long_string, LONG_TEXT,
                          st.one_of(st.just(b""), st.just(b""), BAD_BYTES,
                                    st.sampled_from([b"\\x", b"\x01", b"\n", b'"', b"\\"])),
                          st.integers(0, 200))
+
+# strings of many escapes (Lua's bulk path), one of them perhaps bad
+ESCAPED_STRINGS = st.builds(
+    lambda pieces, bad, at: _long_string("".join(pieces), bad.encode(), at),
+    st.lists(st.sampled_from(["\\n", "\\\\", '\\"', "é", "a", "\\u00e9", "\\ud83d\\ude00"]),
+             min_size=20, max_size=60),
+    st.sampled_from(["", "\\ud800", "\\udc00", "\\u12", "\\x", "\\ud800\\n\\udc00",
+                     "\\ud800\\\\udc00", "\\"]),
+    st.integers(0, 300))
 
 RAW = st.one_of(
     NUMBER_RUNS,
@@ -193,7 +204,7 @@ def test_lua_and_python_accept_the_same_json_texts(client: redis.Redis, raw: byt
 
 
 @settings(SETTINGS, max_examples=1000)
-@given(raw=st.one_of(NUMBER_RUNS, LONG_STRINGS))
+@given(raw=st.one_of(NUMBER_RUNS, LONG_STRINGS, ESCAPED_STRINGS))
 def test_runs_checked_in_bulk_agree(client: redis.Redis, raw: bytes) -> None:
     """Long runs of numbers and of non-ASCII text take bulk paths in Lua
     (lib/13_numbers.lua, lib/12_utf8.lua); each path must still decide exactly as
