@@ -390,8 +390,8 @@ class FeedIndex:
         # ts of the first event retained: an entry written in a later
         # millisecond has its event in the feed (one in the same may not)
         self.oldest: int | None = None
-        self.writers: dict[tuple[str, str, str, str, int], str] = {}
-        self.sequences: dict[tuple[str, str, str, str, int], int] = {}
+        # (kind, scope, sid, key, revision) -> (its writer, its event's sequence)
+        self.events: dict[tuple[str, str, str, str, int], tuple[str, int]] = {}
 
     def add(self, event: Any) -> str | None:
         """Record ``event``; why it cannot be the library's, else None."""
@@ -399,19 +399,19 @@ class FeedIndex:
             self.oldest = int(event.created_at.timestamp() * 1000)
         if event.kind in ("value", "vector") and event.action in _WRITES:
             key = (event.kind, event.scope, event.scope_id, event.key, event.revision)
-            if key in self.sequences:
+            if key in self.events:
                 return (f"it records revision {event.revision} of {event.scope}:"
-                        f"{event.scope_id} {event.key!r} again (event {self.sequences[key]} "
+                        f"{event.scope_id} {event.key!r} again (event {self.events[key][1]} "
                         "did): the library writes one event per revision, so one is forged")
-            self.writers[key] = event.writer or event.principal
-            self.sequences[key] = event.sequence
+            self.events[key] = (event.writer or event.principal, event.sequence)
         return None
 
     def problem(self, kind: str, scope: str, sid: str, name: str, revision: int,
                 by: bytes, ts: bytes) -> str | None:
-        writer = self.writers.get((kind, scope, sid, name, revision))
+        found = self.events.get((kind, scope, sid, name, revision))
         shown = by.decode(errors="replace")
-        if writer is not None:
+        if found is not None:
+            writer = found[0]
             if writer != shown:
                 return (f"its writer is {shown!r}, the feed says {writer!r} wrote revision "
                         f"{revision}: a raw write")

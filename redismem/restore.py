@@ -4,6 +4,7 @@ functions in batches, idempotently."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -401,9 +402,10 @@ async def import_file(store: RedisMemoryStore, path: Path, progress: Progress | 
     """Import an export file into the store's namespace (see the module doc).
     ``check_file`` must have passed; ``progress`` gets the number of records done.
     """
-    longest = longest or max_line_bytes((await _checker(store)).max_value_bytes)
-    await _probe(store, path, longest)
-    checker = await _checker(store)
+    limits_read = await _checker(store)  # each pass reads with a fresh copy of it
+    longest = longest or max_line_bytes(limits_read.max_value_bytes)
+    await _probe(store, path, longest, dataclasses.replace(limits_read))
+    checker = dataclasses.replace(limits_read)
     summary = ImportSummary(store.namespace)
     writer = _Writer(store, summary)
     try:
@@ -424,15 +426,15 @@ async def import_file(store: RedisMemoryStore, path: Path, progress: Progress | 
     return summary
 
 
-async def _probe(store: RedisMemoryStore, path: Path, longest: int) -> None:
+async def _probe(store: RedisMemoryStore, path: Path, longest: int, checker: Checker) -> None:
     """Refuse, before anything is written, a file this credential could
     only import in part: the first write of each group of records is
-    checked against the server's ACL (redismem.import_probe).
+    checked against the server's ACL (redismem.import_probe). ``checker``
+    reads the file's records from its first line.
 
     Raises:
         PermissionDeniedError: naming the key the credential may not write.
     """
-    checker = await _checker(store)
     firsts: dict[tuple[str, ...], Row] = {}
     for text in lines(path, longest):
         row = checker.row(text)

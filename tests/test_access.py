@@ -7,6 +7,7 @@ Every path a role may take works; every other is refused by the server
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import uuid
@@ -46,6 +47,27 @@ class World:
 
 def _admin(state: ServerState) -> redis.Redis:
     return redis.Redis.from_url(state.url)
+
+
+@contextlib.asynccontextmanager
+async def role_user(state: ServerState, role: str, prefix: str
+                    ) -> AsyncIterator[tuple[str, str, Any]]:
+    """A fresh namespace ``prefix`` + hex and a user of ``role`` in it:
+    (namespace, the user's URL, an operator's client), the library loaded
+    (an operator loads it: a namespace role may not); the user is removed
+    afterwards."""
+    ns = prefix + uuid.uuid4().hex[:8]
+    name = prefix + role + uuid.uuid4().hex[:6]
+    operator = await open_client(state.url)
+    try:
+        await ensure_library(operator)
+        await users.add_user(operator, name, acl.Role(role, ns), password=PASSWORD)
+        try:
+            yield ns, f"redis://{name}:{PASSWORD}@127.0.0.1:{state.port}/0", operator
+        finally:
+            await users.remove_user(operator, name)
+    finally:
+        await operator.aclose()
 
 
 @pytest.fixture(scope="module")
@@ -542,57 +564,48 @@ async def test_a_writers_raw_malformed_entries_break_no_reader_and_audit_finds_t
     from redismem.audit import audit
     from redismem.transfer import export_namespace
 
-    ns = "raw" + uuid.uuid4().hex[:8]
-    name = "rawwriter" + uuid.uuid4().hex[:6]
-    admin = await open_client(redis_server.url)
-    await ensure_library(admin)  # an operator loads it: a writer may not
-    await users.add_user(admin, name, acl.Role("writer", ns), password=PASSWORD)
-    url = f"redis://{name}:{PASSWORD}@127.0.0.1:{redis_server.port}/0"
-    try:
-        async with await redismem.connect(url, namespace=ns) as mem:
-            s1 = mem.session("s1")
-            for key in ("good", "bad_json", "bad_utf8", "no_rev"):
-                await s1.set(key, {"k": key})
-            raw = redis.Redis.from_url(url)  # the writer's own credential, raw commands
-            raw.hset(K.value(ns, "session", "s1", "bad_json"), "v", "{not json")
-            raw.hset(K.value(ns, "session", "s1", "bad_utf8"), "v", b'"\xff\xfe"')
-            raw.hdel(K.value(ns, "session", "s1", "no_rev"), "rev")
-            raw.xadd(K.feed(ns), {"forged": "1"}, id="999-0")
-            raw.close()
-            with pytest.raises(redismem.CorruptEntryError, match="bad_json") as info:
-                await s1.get("bad_json")
-            assert info.value.key == "bad_json"
-            got = await s1.get_many(["good", "bad_json", "bad_utf8", "no_rev"])
-            assert got["good"].value == {"k": "good"} and got["good"].error is None
-            assert all(got[k].error for k in ("bad_json", "bad_utf8", "no_rev"))
-            assert (await s1.keys()).keys == ["bad_json", "bad_utf8", "good", "no_rev"]
-            page = await mem.changes(after=0)
-            assert [e.error is not None for e in page.items] == [False] * 4 + [True]
-            await s1.set("after", 1)  # the sequence goes on past the forged entry
-            seen = []
-            async for event in mem.watch("*", after=0):
-                seen.append(event)
-                if event.key == "after":
-                    break
-            assert [e.key for e in seen if e.error is None][-1] == "after"
-            assert sum(1 for e in seen if e.error) == 1
-            out = tmp_path / "dump.jsonl"
-            with out.open("w") as sink, pytest.raises(redismem.CorruptEntryError,
-                                                      match="s1:bad_json"):
-                await asyncio.wait_for(export_namespace(mem, sink.write), 30)
-            with out.open("w") as sink:
-                await asyncio.wait_for(export_namespace(mem, sink.write, keep_raw=True), 30)
-            assert '"key":"good"' in out.read_text()
-            assert '"key":"bad_json"' not in out.read_text()
-            assert out.read_text().count('"type":"raw"') == 6  # 3 entries, 3 listings
-            found = {f.key: f.problem async for f in audit(mem)}
-            assert set(found) == {K.value(ns, "session", "s1", k)
-                                  for k in ("bad_json", "bad_utf8", "no_rev")} | {
-                f"{K.feed(ns)} 999-0", K.feed(ns)}
-            assert found[K.feed(ns)].startswith("sequences 5..999 have no event")
-    finally:
-        await users.remove_user(admin, name)
-        await admin.aclose()
+    async with role_user(redis_server, "writer", "raw") as (ns, url, _), \
+            await redismem.connect(url, namespace=ns) as mem:
+        s1 = mem.session("s1")
+        for key in ("good", "bad_json", "bad_utf8", "no_rev"):
+            await s1.set(key, {"k": key})
+        raw = redis.Redis.from_url(url)  # the writer's own credential, raw commands
+        raw.hset(K.value(ns, "session", "s1", "bad_json"), "v", "{not json")
+        raw.hset(K.value(ns, "session", "s1", "bad_utf8"), "v", b'"\xff\xfe"')
+        raw.hdel(K.value(ns, "session", "s1", "no_rev"), "rev")
+        raw.xadd(K.feed(ns), {"forged": "1"}, id="999-0")
+        raw.close()
+        with pytest.raises(redismem.CorruptEntryError, match="bad_json") as info:
+            await s1.get("bad_json")
+        assert info.value.key == "bad_json"
+        got = await s1.get_many(["good", "bad_json", "bad_utf8", "no_rev"])
+        assert got["good"].value == {"k": "good"} and got["good"].error is None
+        assert all(got[k].error for k in ("bad_json", "bad_utf8", "no_rev"))
+        assert (await s1.keys()).keys == ["bad_json", "bad_utf8", "good", "no_rev"]
+        page = await mem.changes(after=0)
+        assert [e.error is not None for e in page.items] == [False] * 4 + [True]
+        await s1.set("after", 1)  # the sequence goes on past the forged entry
+        seen = []
+        async for event in mem.watch("*", after=0):
+            seen.append(event)
+            if event.key == "after":
+                break
+        assert [e.key for e in seen if e.error is None][-1] == "after"
+        assert sum(1 for e in seen if e.error) == 1
+        out = tmp_path / "dump.jsonl"
+        with out.open("w") as sink, pytest.raises(redismem.CorruptEntryError,
+                                                  match="s1:bad_json"):
+            await asyncio.wait_for(export_namespace(mem, sink.write), 30)
+        with out.open("w") as sink:
+            await asyncio.wait_for(export_namespace(mem, sink.write, keep_raw=True), 30)
+        assert '"key":"good"' in out.read_text()
+        assert '"key":"bad_json"' not in out.read_text()
+        assert out.read_text().count('"type":"raw"') == 6  # 3 entries, 3 listings
+        found = {f.key: f.problem async for f in audit(mem)}
+        assert set(found) == {K.value(ns, "session", "s1", k)
+                              for k in ("bad_json", "bad_utf8", "no_rev")} | {
+            f"{K.feed(ns)} 999-0", K.feed(ns)}
+        assert found[K.feed(ns)].startswith("sequences 5..999 have no event")
 
 
 async def test_text_search_as_a_reader_never_returns_another_namespace(world: World) -> None:
@@ -682,14 +695,8 @@ async def test_a_namespace_admin_repairs_every_feed_jam(redis_server: ServerStat
     from redismem.audit import audit
     from redismem.repair import repair_feed
 
-    ns = "rep" + uuid.uuid4().hex[:8]
-    name = "repadmin" + uuid.uuid4().hex[:6]
-    operator = await open_client(redis_server.url)
-    await ensure_library(operator)
-    await users.add_user(operator, name, acl.Role("admin", ns), password=PASSWORD)
-    url = f"redis://{name}:{PASSWORD}@127.0.0.1:{redis_server.port}/0"
-    feed, seq = K.feed(ns), K.sequence(ns)
-    try:
+    async with role_user(redis_server, "admin", "rep") as (ns, url, operator):
+        feed, seq = K.feed(ns), K.sequence(ns)
         async with await redismem.connect(url, namespace=ns) as mem:
             for i in range(3):
                 await mem.session("s").set(f"k{i}", i)
@@ -707,9 +714,6 @@ async def test_a_namespace_admin_repairs_every_feed_jam(redis_server: ServerStat
             expected = [4] if damage == "no feed" else [1, 2, 3, 4]
             assert [e.sequence for e in events] == expected
             assert [f async for f in audit(mem)] == []
-    finally:
-        await users.remove_user(operator, name)
-        await operator.aclose()
 
 
 async def test_an_admins_audit_of_a_healthy_namespace_finds_nothing(
@@ -718,13 +722,7 @@ async def test_an_admins_audit_of_a_healthy_namespace_finds_nothing(
     thread ("thr:...:ev cannot be read ... 'zscan'"): a false finding."""
     from redismem.audit import audit
 
-    ns = "aud" + uuid.uuid4().hex[:8]
-    name = "audadmin" + uuid.uuid4().hex[:6]
-    operator = await open_client(redis_server.url)
-    await ensure_library(operator)
-    await users.add_user(operator, name, acl.Role("admin", ns), password=PASSWORD)
-    url = f"redis://{name}:{PASSWORD}@127.0.0.1:{redis_server.port}/0"
-    try:
+    async with role_user(redis_server, "admin", "aud") as (ns, url, _):
         async with redismem.RedisMemoryStore(redis_server.url, namespace=ns) as owner:
             await owner.setup()
             mem = owner.memory
@@ -737,9 +735,6 @@ async def test_an_admins_audit_of_a_healthy_namespace_finds_nothing(
                 "m1", "u1", "notes", {}, "a note", ["t"], {}, 1, 1))
         async with await redismem.connect(url, namespace=ns) as admin:
             assert [(f.key, f.problem) async for f in audit(admin)] == []
-    finally:
-        await users.remove_user(operator, name)
-        await operator.aclose()
 
 
 def _mixed_file(path: Any, ns: str) -> None:

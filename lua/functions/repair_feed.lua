@@ -37,20 +37,6 @@ local function library_sequence(id)
   return sequence and sequence <= LIMITS.max_sequence and sequence or nil
 end
 
--- The stream's last-generated-id, or nil when there is no stream.
-local function generated_id(feed)
-  local info = redis.pcall('XINFO', 'STREAM', feed)
-  if type(info) ~= 'table' or info.err then
-    return nil
-  end
-  for i = 1, #info - 1, 2 do
-    if info[i] == 'last-generated-id' then
-      return info[i + 1]
-    end
-  end
-  return nil
-end
-
 -- The head of a stream id as a number when it is at most max_sequence.
 local function id_head(id)
   local head = id and string.match(id, '^(%d+)%-%d+$')

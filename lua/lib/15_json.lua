@@ -22,6 +22,27 @@ local SIMPLE_ESCAPES = {[34] = true, [92] = true, [47] = true, [98] = true, [102
 
 local string_end_bulk
 
+-- The position after the \uXXXX escape at `at` of `text` (its backslash),
+-- with the low half that a high surrogate needs; or nil, why.
+local function unicode_escape_end(text, at)
+  local hex = string.match(text, '^\\u(%x%x%x%x)', at)
+  if not hex then
+    return nil, 'a \\u escape needs four hex digits'
+  end
+  local code = tonumber(hex, 16)
+  if code >= 0xDC00 and code <= 0xDFFF then
+    return nil, 'a \\u escape names a lone surrogate'
+  elseif code >= 0xD800 and code <= 0xDBFF then
+    local low = string.match(text, '^\\u(%x%x%x%x)', at + 6)
+    local low_code = low and tonumber(low, 16)
+    if not low_code or low_code < 0xDC00 or low_code > 0xDFFF then
+      return nil, 'a \\u escape names a lone surrogate'
+    end
+    return at + 12
+  end
+  return at + 6
+end
+
 -- The position after the string token whose opening quote is at i, or nil, why.
 -- Runs of printable ASCII and of other characters are each checked in one
 -- pattern call, not byte by byte; escapes one at a time, and after
@@ -40,22 +61,10 @@ local function json_string_end(text, i, exact)
     elseif b == 92 then
       local e = byte(text, k + 1)
       if e == 117 then
-        local hex = string.match(text, '^%x%x%x%x', k + 2)
-        if not hex then
-          return nil, 'a \\u escape needs four hex digits'
-        end
-        local code = tonumber(hex, 16)
-        if code >= 0xDC00 and code <= 0xDFFF then
-          return nil, 'a \\u escape names a lone surrogate'
-        elseif code >= 0xD800 and code <= 0xDBFF then
-          local low = string.match(text, '^\\u(%x%x%x%x)', k + 6)
-          local low_code = low and tonumber(low, 16)
-          if not low_code or low_code < 0xDC00 or low_code > 0xDFFF then
-            return nil, 'a \\u escape names a lone surrogate'
-          end
-          pos = k + 12
-        else
-          pos = k + 6
+        local why
+        pos, why = unicode_escape_end(text, k)
+        if not pos then
+          return nil, why
         end
       elseif SIMPLE_ESCAPES[e] then
         pos = k + 2
@@ -81,27 +90,16 @@ local function json_string_end(text, i, exact)
 end
 
 -- Whether the \u escapes left in `marked` (a string body whose other
--- escapes were replaced by one byte each) each have four hex digits and
--- name no lone surrogate.
+-- escapes were replaced by one byte each) are each valid
+-- (unicode_escape_end).
 local function unicode_escapes_ok(marked)
-  local find, match = string.find, string.match
-  local at = find(marked, '\\', 1, true)
+  local at = string.find(marked, '\\', 1, true)
   while at do
-    local hex = match(marked, '^u(%x%x%x%x)', at + 1)
-    local code = hex and tonumber(hex, 16)
-    if not code or (code >= 0xDC00 and code <= 0xDFFF) then
+    local after = unicode_escape_end(marked, at)
+    if not after then
       return false
     end
-    local next_at = at + 6
-    if code >= 0xD800 and code <= 0xDBFF then
-      local low = match(marked, '^\\u(%x%x%x%x)', next_at)
-      local low_code = low and tonumber(low, 16)
-      if not low_code or low_code < 0xDC00 or low_code > 0xDFFF then
-        return false
-      end
-      next_at = next_at + 6
-    end
-    at = find(marked, '\\', next_at, true)
+    at = string.find(marked, '\\', after, true)
   end
   return true
 end

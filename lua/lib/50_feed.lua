@@ -116,18 +116,25 @@ local function plan_event(w, key, action, revision, json, delta)
   w.events[#w.events + 1] = fields
 end
 
--- The last sequence the stream ever generated (kept when trimmed), or nil.
-local function last_generated(feed_key)
+-- The stream's last-generated-id (kept when trimmed), or nil when there
+-- is no stream.
+local function generated_id(feed_key)
   local info = redis.pcall('XINFO', 'STREAM', feed_key)
   if type(info) ~= 'table' or info.err then
     return nil
   end
   for i = 1, #info - 1, 2 do
     if info[i] == 'last-generated-id' then
-      return tonumber(string.match(info[i + 1], '^(%d+)'))
+      return info[i + 1]
     end
   end
   return nil
+end
+
+-- The last sequence the stream ever generated, or nil.
+local function last_generated(feed_key)
+  local id = generated_id(feed_key)
+  return id and tonumber(string.match(id, '^(%d+)'))
 end
 
 local function event_ts(fields)
