@@ -383,15 +383,19 @@ _WRITES = ("set", "incr", "append", "merge")
 class FeedIndex:
     """Who wrote each revision of each value and vector, from the feed's
     events (an import's event names the entry's own writer in ``writer``),
-    to check each entry's ``by`` against the event of its revision."""
+    to check each entry's ``by`` against the event of its revision. Imports
+    by library versions before 32 named the importer only: an entry older
+    than such an event is taken to be imported, its ``by`` unchecked."""
 
     def __init__(self, read_at: int) -> None:
         self.read_at = read_at  # entries written later may have no event read
         # ts of the first event retained: an entry written in a later
         # millisecond has its event in the feed (one in the same may not)
         self.oldest: int | None = None
-        # (kind, scope, sid, key, revision) -> (its writer, its event's sequence)
-        self.events: dict[tuple[str, str, str, str, int], tuple[str, int]] = {}
+        # (kind, scope, sid, key, revision) -> (its writer, its event's
+        # sequence, the event's time in ms when it names no writer of its
+        # own: None when it does)
+        self.events: dict[tuple[str, str, str, str, int], tuple[str, int, int | None]] = {}
 
     def add(self, event: Any) -> str | None:
         """Record ``event``; why it cannot be the library's, else None."""
@@ -403,7 +407,9 @@ class FeedIndex:
                 return (f"it records revision {event.revision} of {event.scope}:"
                         f"{event.scope_id} {event.key!r} again (event {self.events[key][1]} "
                         "did): the library writes one event per revision, so one is forged")
-            self.events[key] = (event.writer or event.principal, event.sequence)
+            self.events[key] = (event.writer or event.principal, event.sequence,
+                                None if event.writer else
+                                int(event.created_at.timestamp() * 1000))
         return None
 
     def problem(self, kind: str, scope: str, sid: str, name: str, revision: int,
@@ -411,7 +417,11 @@ class FeedIndex:
         found = self.events.get((kind, scope, sid, name, revision))
         shown = by.decode(errors="replace")
         if found is not None:
-            writer = found[0]
+            writer, _, bare_ms = found
+            if writer != shown and bare_ms is not None and int(ts) < bare_ms:
+                # an import before library 32 named only the importer, in by:
+                # the entry, written before its event, keeps its own writer
+                return None
             if writer != shown:
                 return (f"its writer is {shown!r}, the feed says {writer!r} wrote revision "
                         f"{revision}: a raw write")

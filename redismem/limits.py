@@ -5,8 +5,10 @@ from __future__ import annotations
 
 MAX_KEY_BYTES = 512
 MAX_ID_BYTES = 128
-MAX_VALUE_BYTES = 1_048_576
-"""Default largest value, as canonical JSON; a namespace setting may change it."""
+MAX_VALUE_BYTES = 131_072
+"""Default largest value, as canonical JSON (128 KiB); a namespace setting may
+change it. Checking the slowest JSON shape takes about 230 ms of server time
+per MiB (docs/python-api.md, Bounds and settings), so this keeps one check near 30 ms."""
 MAX_VALUE_BYTES_CEILING = 67_108_864
 MIN_VALUE_BYTES_SETTING = 1024
 MAX_TTL_MS = 315_360_000_000
@@ -34,9 +36,9 @@ TRIM_SLICE_EVENTS = 2000
 """Feed events one trim call drops at most."""
 TRIM_SLICE_BYTES = 4_194_304
 """Feed bytes one trim call reads at most."""
-MAX_CALL_BYTES = 1_114_112
-"""Default largest write call, keys and arguments (1 MiB + 64 KiB: one largest value
-fits); a namespace setting may change it."""
+MAX_CALL_BYTES = 163_840
+"""Default largest write call, keys and arguments (160 KiB: one largest value
+and 32 KiB of keys fit); a namespace setting may change it."""
 MAX_CALL_VECTORS = 128
 """Default most vectors one write call holds; a namespace setting may change it."""
 MAX_CALL_BYTES_CEILING = 1_073_741_824
@@ -54,15 +56,20 @@ MAX_APPEND_ITEMS = 10_000
 MAX_MERGE_MEMBERS = 5_000
 """Object members one ``merge`` reads: the patch's and the stored value's
 together, at every level the patch reaches (bounds its server time)."""
-MAX_EVENTS_PER_CALL = 100_000
-"""Events one append or replace call may carry, and the most one read of a
-thread returns (read in pages of MAX_EVENTS_PER_READ)."""
+MAX_EVENTS_PER_CALL = 500
+"""Events one append or replace call may carry, besides the namespace's
+``max_call_bytes`` (898 events of nested arrays held the server 46 ms;
+``scripts/bench.py stall``)."""
+MAX_EVENTS_LIMIT = 100_000
+"""The most events one read of a thread returns (read in pages of
+MAX_EVENTS_PER_READ), and the largest ``scan_limit`` of a compaction."""
 MAX_EVENTS_PER_READ = 1000
 """Events one page of ``redismem_recent_events``/``events_since`` holds at
 most (and at most TRIM_SLICE_BYTES of them): one call holds the server
 for milliseconds, not seconds."""
-MAX_EVENT_BYTES = 1_048_576
-"""Largest thread event, as canonical JSON."""
+MAX_EVENT_BYTES = 131_072
+"""Largest thread event, as canonical JSON (the default value limit, for the
+same reason)."""
 MIN_TURN_MS = 100
 """The shortest time to live of a turn, and of a waiter's lease (ms)."""
 MAX_TURN_MS = 86_400_000

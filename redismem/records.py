@@ -82,10 +82,10 @@ def check_scope(scope: object) -> None:
 
 def check_limit(value: object, what: str = "limit") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not (
-        1 <= value <= limits.MAX_EVENTS_PER_CALL
+        1 <= value <= limits.MAX_EVENTS_LIMIT
     ):
         raise InvalidArgumentError(
-            f"{what} must be between 1 and {limits.MAX_EVENTS_PER_CALL}, got {value!r}")
+            f"{what} must be between 1 and {limits.MAX_EVENTS_LIMIT}, got {value!r}")
     return value
 
 

@@ -319,7 +319,7 @@ class _Writer:
     async def add(self, row: Row) -> None:
         # a key twice in one call is refused by Lua: a repeated key starts a new batch
         name = row.args[0] if row.group[0] in KINDS else None
-        most = limits.MAX_BATCH
+        most = limits.MAX_EVENTS_PER_CALL if row.group[0] == "event" else limits.MAX_BATCH
         if row.group[0] == "vector":
             most = int(self.mem._conn.settings.get("max_call_vectors", limits.MAX_CALL_VECTORS))
         budget = self.mem._conn.functions.max_call_bytes - _CALL_OVERHEAD

@@ -30,7 +30,7 @@ from .errors import (
     InvalidArgumentError,
     InvalidVectorError,
 )
-from .functions import refusals
+from .functions import refusals, request_bytes
 from .memory import Memory, connect
 from .records import (
     STREAM_ID,
@@ -165,12 +165,49 @@ class RedisMemoryStore:
         body = event_json(event)
         await self._append(event.thread_id, [body])
 
-    async def append_events(self, thread_id: str, events: Sequence[MemoryEvent]) -> int:
-        """Append several events of one thread atomically, in order; returns how
-        many were new."""
+    async def append_events(self, thread_id: str, events: Sequence[MemoryEvent], *,
+                            atomic: bool = True) -> int:
+        """Append several events of one thread, in order; returns how many
+        were new (an id the thread holds already is skipped).
+
+        With ``atomic`` (the default) all are appended in one call or none
+        is: at most 500 events and the namespace's ``max_call_bytes``.
+        ``atomic=False`` is for long lists: as many calls as the bounds
+        need, in order, each atomic; a failure leaves the calls before it
+        appended, and appending the same list again skips those.
+
+        Raises:
+            InvalidArgumentError: ``atomic`` and more than 500 events.
+            RequestTooLargeError: ``atomic`` and the events exceed
+                ``max_call_bytes``.
+        """
         check.check_id("thread id", thread_id)
         bodies = [event_json(event, thread_id) for event in events]
-        return await self._append(thread_id, bodies) if bodies else 0
+        if atomic:
+            _check_event_count(len(bodies))
+            return await self._append(thread_id, bodies) if bodies else 0
+        return sum([await self._append(thread_id, part)
+                    for part in self._event_calls(thread_id, bodies)])
+
+    def _event_calls(self, thread_id: str, bodies: list[str]) -> list[list[str]]:
+        """``bodies`` in calls within MAX_EVENTS_PER_CALL and ``max_call_bytes``."""
+        functions = self.memory._conn.functions
+        budget = functions.max_call_bytes
+        fixed = request_bytes(
+            [K.thread_events(self.namespace, thread_id), K.thread_times(self.namespace, thread_id),
+             K.thread_ids(self.namespace, thread_id), K.threads(self.namespace),
+             K.turn(self.namespace, "session", thread_id)],
+            [self.namespace, thread_id, str(limits.MAX_SEQUENCE)])
+        calls: list[list[str]] = []
+        total = budget
+        for body in bodies:
+            size = len(body.encode())
+            if not calls or total + size > budget or len(calls[-1]) >= limits.MAX_EVENTS_PER_CALL:
+                calls.append([])
+                total = fixed
+            calls[-1].append(body)
+            total += size
+        return calls
 
     async def _append(self, thread_id: str, bodies: list[str]) -> int:
         # inside a turn of the thread's session, the append carries its token
@@ -223,11 +260,12 @@ class RedisMemoryStore:
                 if body is not None]
 
     async def replace_thread_events(self, thread_id: str, events: list[MemoryEvent]) -> None:
-        """Replace every event of a thread, atomically."""
+        """Replace every event of a thread, atomically: at most 500 events
+        and the namespace's ``max_call_bytes`` (``InvalidArgumentError``,
+        ``RequestTooLargeError``); ``compact_thread`` trims a long thread
+        in short calls instead."""
         check.check_id("thread id", thread_id)
-        if len(events) > limits.MAX_EVENTS_PER_CALL:
-            raise InvalidArgumentError(
-                f"at most {limits.MAX_EVENTS_PER_CALL} events per call, got {len(events)}")
+        _check_event_count(len(events))
         bodies = [event_json(event, thread_id) for event in events]
         await self.memory._conn.functions.replace_events(self.namespace, thread_id, bodies)
 
@@ -533,3 +571,10 @@ async def store_from_env(**options: Any) -> RedisMemoryStore:
         store = RedisMemoryStore("memory://", **options)
         await store.setup()
     return store
+
+
+def _check_event_count(count: int) -> None:
+    if count > limits.MAX_EVENTS_PER_CALL:
+        raise InvalidArgumentError(
+            f"at most {limits.MAX_EVENTS_PER_CALL} events per call, got {count} (append_events "
+            f"with atomic=False splits a longer list into several calls)")

@@ -442,7 +442,8 @@ async def bench_store(url: str, n: int) -> list[dict[str, Any]]:
 
         big = 100_000
         for first in range(0, big, 1000):
-            await store.append_events("big", [event("big", i) for i in range(first, first + 1000)])
+            await store.append_events("big", [event("big", i) for i in range(first, first + 1000)],
+                                      atomic=False)
         latencies = []
         for _ in range(500):
             t0 = time.perf_counter()
@@ -523,7 +524,7 @@ async def bench_transfer(url: str, n: int) -> list[dict[str, Any]]:
         for first in range(0, n, 1000):
             await store.append_events("t", [
                 redismem.MemoryEvent(f"e{i}", "t", None, "message", i, {"i": i})
-                for i in range(first, min(first + 1000, n))])
+                for i in range(first, min(first + 1000, n))], atomic=False)
         records = n + n // 10 + n
 
         out = io.StringIO()
@@ -578,10 +579,12 @@ async def bench_transfer(url: str, n: int) -> list[dict[str, Any]]:
     return rows
 
 
-def _ping_forever(url: str, stop: Any, out: Any) -> None:
+def _ping_forever(url: str, stop: Any, ready: Any, out: Any) -> None:
     import redis
 
     client = redis.Redis.from_url(url)
+    client.ping()
+    ready.set()
     spans: list[tuple[float, float]] = []
     while not stop.is_set():
         start = time.monotonic()
@@ -593,39 +596,54 @@ def _ping_forever(url: str, stop: Any, out: Any) -> None:
 class Pinger:
     """PINGs the server back to back from its own process (so the client's
     Python work does not delay it) and records each PING's span; a call
-    that holds the server shows as a long PING overlapping the call."""
+    that holds the server shows as a long PING overlapping the call. The
+    server's own time for the block's longest command (SLOWLOG) is
+    recorded too: it does not depend on how busy the machine is."""
 
     def __init__(self, url: str) -> None:
         import multiprocessing
 
+        import redis
+
         context = multiprocessing.get_context("spawn")
         self._stop = context.Event()
+        self._ready = context.Event()
         self._receive, send = context.Pipe(duplex=False)
-        self._process = context.Process(target=_ping_forever, args=(url, self._stop, send),
-                                        daemon=True)
+        self._process = context.Process(target=_ping_forever,
+                                        args=(url, self._stop, self._ready, send), daemon=True)
         self._windows: list[tuple[dict[str, float], float, float]] = []
+        self._admin = redis.Redis.from_url(url)
 
     @contextmanager
     def measure(self) -> Iterator[dict[str, float]]:
-        """Yields a dict that gets ``call_ms`` and, when the pinger stops,
-        the longest and p99 wait (ms) of the PINGs overlapping the block."""
+        """Yields a dict that gets ``call_ms``, ``server_ms`` (the longest
+        command's SLOWLOG time) and, when the pinger stops, the longest and
+        p99 wait (ms) of the PINGs overlapping the block."""
         result: dict[str, float] = {}
+        self._admin.slowlog_reset()
         start = time.monotonic()
         yield result
         end = time.monotonic()
         result["call_ms"] = (end - start) * 1000
+        result["server_ms"] = max([entry["duration"] for entry in self._admin.slowlog_get(1000)
+                                   if entry["command"] != b"PING"] or [0]) / 1000
         self._windows.append((result, start, end))
 
     def __enter__(self) -> Pinger:
+        self._admin.config_set("slowlog-log-slower-than", 1000)
         self._process.start()
+        self._ready.wait(30)
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._admin.close()
         self._stop.set()
         spans: list[tuple[float, float]] = self._receive.recv()
         self._process.join()
         for result, start, end in self._windows:
-            waits = [b - a for a, b in spans if b >= start and a <= end] or [0.0]
+            # a PING sent before the block waits, from the block's start on,
+            # for what runs in it (not for what ran before)
+            waits = [b - max(a, start) for a, b in spans if b >= start and a <= end] or [0.0]
             result["max_ping_ms"] = max(waits) * 1000
             result["p99_ping_ms"] = _percentile(waits, 0.99) * 1000
             result["pings"] = len(waits)
@@ -659,6 +677,54 @@ def probe_shapes(size: int) -> Iterator[tuple[str, bytes]]:
         yield what, ("[" + ",".join([token] * ((size - 2) // (len(token) + 1))) + "]").encode()
     yield "depth-256 nests", ("[" + ",".join(["[" * 255 + "]" * 255]
                                              * ((size - 2) // 511)) + "]").encode()
+
+
+async def probe_calls(url: str, mem: redismem.Memory, pinger: Pinger, value_budget: int,
+                      budget: int, rows: list[dict[str, Any]]) -> None:
+    """Issue 38's slow calls, at the namespace's limits: the most events one
+    append carries, capped appends to lists of nested items and of one
+    long string, a set_many of number arrays, a merge onto a stored object
+    larger than the value limit (written raw, or before the limit was
+    lowered): it is refused by its length."""
+    scope = mem.session("probe")
+    store = redismem.RedisMemoryStore(url, namespace=mem.namespace)
+    await store.setup()
+    most = redismem.limits.MAX_EVENTS_PER_CALL
+    cases: list[tuple[str, Callable[[], Awaitable[Any]]]] = []
+    for name, payload in (("small", {"text": "hi"}), ("nested-array", {"a": [[1, 2], [3, 4]] * 3})):
+        size = len(redismem._json.dumps(payload)[0]) + 120
+        count = min(most, (budget - 1024) // size)
+
+        def append(payload: dict[str, Any] = payload, count: int = count) -> Awaitable[int]:
+            first = uuid.uuid4().hex
+            return store.append_events("probe", [
+                redismem.MemoryEvent(f"{first}{i}", "probe", None, "message", i, payload)
+                for i in range(count)])
+        cases.append((f"append_events of {count:,} {name} events", append))
+    nested = _fit(lambda n: [[[1, 2], [3, 4]]] * n, value_budget - 64)
+    await scope.set("nested", nested)
+    cap = redismem.limits.MAX_APPEND_ITEMS
+    cases.append((f"append with max_items={cap:,} to a list of {len(nested):,} nested items",
+                  lambda: scope.append("nested", [[1, 2], [3, 4]], max_items=cap)))
+    await scope.set("onestring", ["é" * ((value_budget - 64) // 2)])
+    cases.append(("append with max_items=2 to a list of one string at the value limit",
+                  lambda: scope.append("onestring", "x", max_items=2)))
+    row = [1e300] * 100
+    count = min(redismem.limits.MAX_BATCH, budget // (len(redismem._json.dumps(row)[0]) + 80))
+    cases.append((f"set_many of {count:,} x [1e300]*100",
+                  lambda: scope.set_many({f"n{i}": row for i in range(count)})))
+    await scope.set("wide", {})
+    wide = redismem._json.dumps({f"m{i:05d}": i for i in range(70_000)})[0]
+    await mem.client.hset(redismem.keys.value(mem.namespace, "session", "probe", "wide"),
+                          "v", wide)
+    cases.append((f"merge of one member onto a raw {len(wide) // 1024:,} kB, 70,000-member "
+                  "object (refused)", lambda: scope.merge("wide", {"x": 1})))
+    for name, call in cases:
+        for _ in range(3):
+            with pinger.measure() as result, contextlib.suppress(redismem.RedisMemError):
+                await call()
+            rows.append({"op": name, "result": result})
+    await store.close()
 
 
 async def bench_stall(url: str, n: int) -> list[dict[str, Any]]:
@@ -706,16 +772,19 @@ async def bench_stall(url: str, n: int) -> list[dict[str, Any]]:
                     with pinger.measure() as result:
                         await scope.set_many(mapping)
                     rows.append({"op": name, "result": result})
-            await scope.set("biglist", [1] * 500_000)
+            await probe_calls(url, mem, pinger, value_budget, budget, rows)
+            await mem.configure(max_value_bytes=max(value_budget + 64, 1024))
+            biglist = _fit(lambda n: [1] * n, value_budget - 64)  # room for the appends
+            await scope.set("biglist", biglist)
             for _ in range(3):
                 with pinger.measure() as result:
                     await scope.append("biglist", 2)
-                rows.append({"op": "append to a 500,000-item list", "result": result})
+                rows.append({"op": f"append to a {len(biglist):,}-item list", "result": result})
             cap = redismem.limits.MAX_APPEND_ITEMS
             for _ in range(3):
                 with pinger.measure() as result:
                     await scope.append("biglist", 2, max_items=cap)
-                rows.append({"op": f"append with max_items={cap:,} to a 500,000-item list",
+                rows.append({"op": f"append with max_items={cap:,} to a {len(biglist):,}-item list",
                              "result": result})
             members = redismem.limits.MAX_MERGE_MEMBERS
             for _ in range(3):
@@ -729,12 +798,12 @@ async def bench_stall(url: str, n: int) -> list[dict[str, Any]]:
                     await scope.merge("bigobject", {f"m{i}": None})
                 rows.append({"op": f"merge into a {members:,}-member object", "result": result})
                 await scope.merge("bigobject", {f"m{i}": i})
-            prefix = "p" * 60
+            prefix = "p" * min(60, value_budget // members - 16)  # the longest that fits
             for _ in range(3):
                 await scope.delete("bigobject")
                 with pinger.measure() as result:
                     await scope.merge("bigobject", {f"{prefix}{i:06d}": i for i in range(members)})
-                rows.append({"op": f"merge of {members:,} names sharing 60 bytes",
+                rows.append({"op": f"merge of {members:,} names sharing {len(prefix)} bytes",
                              "result": result})
             vectors_ = [(f"v{i}", rng.standard_normal(dim).tolist()) for i in range(vector_count)]
             for _ in range(3):
@@ -749,7 +818,7 @@ async def bench_stall(url: str, n: int) -> list[dict[str, Any]]:
                 await store.append_events("big", [
                     redismem.MemoryEvent(f"e{i}", "big", None, "trace" if i % 10 else "message",
                                          i, {"text": "hello there " * 5})
-                    for i in range(first, first + 5000)])
+                    for i in range(first, first + 5000)], atomic=False)
             for name, read in (
                     ("get_recent_events", lambda: store.get_recent_events("big", events)),
                     ("get_events_since", lambda: store.get_events_since("big", 0, events))):
@@ -940,11 +1009,11 @@ def local_cluster() -> Iterator[str]:
 
 
 def stall_table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| call | call time | longest PING wait | p99 PING wait |",
-             "|---|---:|---:|---:|"]
+    lines = ["| call | call time | longest command (SLOWLOG) | longest PING wait | "
+             "p99 PING wait |", "|---|---:|---:|---:|---:|"]
     for row in rows:
-        lines.append(f"| {row['op']} | {row['call_ms']:.1f} ms | {row['max_ping_ms']:.1f} ms | "
-                     f"{row['p99_ping_ms']:.1f} ms |")
+        lines.append(f"| {row['op']} | {row['call_ms']:.1f} ms | {row['server_ms']:.1f} ms | "
+                     f"{row['max_ping_ms']:.1f} ms | {row['p99_ping_ms']:.1f} ms |")
     return "\n".join(lines)
 
 

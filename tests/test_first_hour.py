@@ -32,7 +32,7 @@ def _write(url: str, ns: str, values: dict[str, object], scope: str = "global") 
             target = mem.global_scope() if scope == "global" else mem.session(scope)
             items = list(values.items())
             for first in range(0, len(items), 1000):
-                await target.set_many(dict(items[first:first + 1000]))
+                await target.set_many(dict(items[first:first + 1000]), atomic=False)
 
     asyncio.run(run())
 
@@ -170,8 +170,8 @@ def test_a_value_must_be_json_unless_string_and_can_come_from_stdin_or_a_file(
     assert piped.returncode == 0, piped.stderr
     assert json.loads(run_script("get", *s, "piped", "--json", url=redis_url).stdout)[
         "value"] == {"from": "stdin"}
-    assert run_script("config", "set", *s, "max_value_bytes", "2000000",
-                      url=redis_url).returncode == 0
+    for name in ("max_value_bytes", "max_call_bytes"):
+        assert run_script("config", "set", *s, name, "2000000", url=redis_url).returncode == 0
     big = tmp_path / "big.json"
     big.write_text(json.dumps(["x" * 1000] * 1100))  # 1.1 MB: past the argument limit
     done = run_script("set", *s, "big", "--file", str(big), url=redis_url)
@@ -357,9 +357,9 @@ def test_threads_list_and_show_print_iso_times(redis_url: str, ns: str) -> None:
 def test_config_scopes_and_memory_users(redis_url: str, ns: str) -> None:
     s = ["--namespace", ns]
     settings = json.loads(run_script("config", "get", *s, "--json", url=redis_url).stdout)
-    assert settings["max_value_bytes"] == 1_048_576
+    assert settings["max_value_bytes"] == 131_072
     one = run_script("config", "get", *s, "max_value_bytes", url=redis_url)
-    assert one.stdout == "1048576\n"
+    assert one.stdout == "131072\n"
     changed = run_script("config", "set", *s, "max_value_bytes", "4096", url=redis_url)
     assert changed.returncode == 0 and changed.stdout == "max_value_bytes = 4096\n"
     for bad, says in ((["max_value_bytes", "12"], "max_value_bytes must be between 1024"),

@@ -209,6 +209,41 @@ def test_capped_append_refuses_what_is_not_a_list(client: redis.Redis) -> None:
 
 
 def test_capped_append_to_a_long_list_reads_from_its_end(client: redis.Redis) -> None:
-    write(client, b"long", canonical(list(range(100_000))))
+    write(client, b"long", canonical(list(range(20_000))))
     assert modify(client, b"long", b"append", b'"end"', b"3") is None
-    assert json.loads(stored(client, b"long")) == [99_998, 99_999, "end"]
+    assert json.loads(stored(client, b"long")) == [19_998, 19_999, "end"]
+
+
+def test_a_stored_value_over_the_limit_is_refused_before_it_is_read(
+        client: redis.Redis) -> None:
+    """A merge or append reads the stored value: one over max_value_bytes
+    (written before an admin lowered the limit, or raw) is refused by its
+    length, before its JSON is checked, and stays as it was."""
+    big = canonical({"list": list(range(10_000)), "o": _flat(2000)})
+    write(client, b"over", big)
+    config = b"rm:{" + NS + b"}:cfg"
+    client.fcall("redismem_set_config", 1, config, NS, b"max_value_bytes", b"65536")
+    try:
+        for op, operand, extra in ((b"merge", b'{"x":1}', ()), (b"append", b"1", ()),
+                                   (b"append", b"1", (b"3",))):
+            keys = _keys(b"over")
+            with pytest.raises(redis.ResponseError, match=r"^VALUE_TOO_LARGE the key holds "
+                               rf"{len(big)} bytes of JSON, over the limit"):
+                client.fcall("redismem_modify_value", len(keys), *keys, NS, b"session", b"s",
+                             b"", b"me", b"", b"", b"over", op, operand, *extra)
+        assert stored(client, b"over") == big
+    finally:
+        client.delete(config)
+
+
+@pytest.mark.parametrize("max_items", [1, 2, 30, 41, 42, 61, 62, 200])
+def test_capped_append_cuts_runs_of_numbers_at_their_commas(client: redis.Redis,
+                                                             max_items: int) -> None:
+    """The check reads a long run of numbers in bulk: the commas of the run
+    are where a capped append may cut the list too."""
+    items: list[Any] = [*range(1000, 1040), "a,b", [1, 2], *range(-20, 0), {"k": [3, 4]}]
+    text = " [ " + " , ".join(json.dumps(i) for i in items[:40]) + "," + \
+        ",".join(json.dumps(i, separators=(",", ":")) for i in items[40:]) + " ] "
+    write(client, b"runs", text.encode())
+    assert modify(client, b"runs", b"append", b"9", str(max_items).encode()) is None
+    assert json.loads(stored(client, b"runs")) == [*items, 9][-max_items:]

@@ -526,7 +526,7 @@ async def test_long_reads_come_in_bounded_pages(store: RedisMemoryStore) -> None
     JSON) is paged by the store, so no call holds the server for long; the
     pages join into exactly what one read would have returned."""
     events = [event("long", i, ts=5_000_000 - i if i % 7 == 0 else None) for i in range(2500)]
-    await store.append_events("long", events)
+    await store.append_events("long", events, atomic=False)
     recent = await store.get_recent_events("long", 2500)
     assert [e.id for e in recent] == [e.id for e in events]
     assert [e.id for e in await store.get_recent_events("long", 1500)] == [
@@ -536,11 +536,11 @@ async def test_long_reads_come_in_bounded_pages(store: RedisMemoryStore) -> None
     chosen = {e.id for e in sorted(qualifying, key=lambda e: e.timestamp)[:2400]}
     assert [e.id for e in since] == [e.id for e in events if e.id in chosen]
     # big events: a page stops at 4 MiB of JSON, the store goes on
-    big = [event("big", i, blob="x" * 900_000) for i in range(12)]
+    big = [event("big", i, blob="x" * 120_000) for i in range(40)]
     for item in big:
         await store.append_event(item)
-    assert [e.id for e in await store.get_recent_events("big", 12)] == [e.id for e in big]
-    assert [e.id for e in await store.get_events_since("big", 0, 12)] == [e.id for e in big]
+    assert [e.id for e in await store.get_recent_events("big", 40)] == [e.id for e in big]
+    assert [e.id for e in await store.get_events_since("big", 0, 40)] == [e.id for e in big]
 
 
 async def test_one_read_call_is_bounded(rmem: redismem.Memory) -> None:
@@ -612,3 +612,32 @@ async def test_a_raw_long_term_memory_field_is_skipped_and_audited(
         assert base64.b64decode(carried[b"ltm:user-123:bad"]["hash"][
             base64.b64encode(field.encode()).decode()]) == raw
         assert [f.key async for f in audit(rmem)] == [K.memory(ns, "user-123", "bad")]
+
+
+async def test_an_append_or_replace_call_holds_at_most_500_events_and_max_call_bytes(
+        store: RedisMemoryStore) -> None:
+    """One call of 8,000 small events held the server 370 ms: an atomic
+    append or a replace carries at most 500 events (and max_call_bytes),
+    else it is refused with nothing written; ``atomic=False`` appends a
+    longer list in calls within both bounds, in order, and a retry of it
+    skips what was appended."""
+    many = [event("t", i) for i in range(2500)]
+    for call in (store.append_events("t", many), store.replace_thread_events("t", many)):
+        with pytest.raises(redismem.InvalidArgumentError, match="at most 500 events per call"):
+            await call
+    assert await store.get_recent_events("t", 10) == []
+    keys = [K.thread_events(store.namespace, "t"), K.thread_times(store.namespace, "t"),
+            K.thread_ids(store.namespace, "t"), K.threads(store.namespace),
+            K.turn(store.namespace, "session", "t")]
+    bodies = [redismem.records.event_json(e) for e in many[:501]]
+    with pytest.raises(Exception, match=r"^INVALID_ARGUMENT at most 500 events per call"):
+        await store.memory.client.fcall("redismem_append_events", len(keys), *keys,
+                                        store.namespace, "t", "", *bodies)
+    big = [event("b", i, text="x" * 50_000) for i in range(5)]  # 250 kB > max_call_bytes
+    with pytest.raises(redismem.RequestTooLargeError, match="max_call_bytes"):
+        await store.append_events("b", big)
+    assert await store.append_events("b", big, atomic=False) == 5
+    assert await store.append_events("t", many, atomic=False) == 2500
+    assert await store.append_events("t", many, atomic=False) == 0
+    assert [e.id for e in await store.get_recent_events("t", 3000)] == [e.id for e in many]
+    assert [e.id for e in await store.get_recent_events("b", 10)] == [e.id for e in big]

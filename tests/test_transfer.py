@@ -320,7 +320,7 @@ BAD_FILES: list[tuple[str, list[Any], str]] = [
                                          base64.b64encode(b"f%d" % i).decode():
                                          base64.b64encode(b"x" * 600_000).decode()
                                          for i in range(3)}}),
-     "line 5: a raw record holds 1800006 bytes, over max_call_bytes (1114112)"),
+     "line 5: a raw record holds 1800006 bytes, over max_call_bytes (163840)"),
 ]
 
 

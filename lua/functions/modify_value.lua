@@ -21,11 +21,12 @@
            merge reads at most max_merge_members object members of the patch
            and the stored value, at the levels the patch reaches)
   ARGV[11] append only, optional: max_items ('' = no cap; 1..max_append_items;
-           the list is read from its end, as far as the items kept)
+           the list is cut where its check found the commas between items)
   Reply: {new revision, the new value's JSON for incr, else ''} (the kept
          reply when the request id was applied already).
   Errors: INVALID_ARGUMENT, INVALID_ID, INVALID_KEY, INVALID_JSON, INVALID_TTL,
-          VALUE_TOO_LARGE, REQUEST_TOO_LARGE (also a merge past
+          VALUE_TOO_LARGE (also an append or merge to a stored value over
+          max_value_bytes, refused before it is read), REQUEST_TOO_LARGE (also a merge past
           max_merge_members), WRONG_TYPE (incr of a value
           that is not an integer, append to one that is not a list),
           REVISION_LIMIT, FEED_CORRUPT, STALE_TURN, TURN_CORRUPT
@@ -33,7 +34,7 @@
         (the appended item) or merge (the patch): never the whole list or
         object (lib/50_feed.lua).                                          ]]
 
-local function new_value(op, stored, operand, max_items)
+local function new_value(op, stored, operand, max_items, commas)
   if op == 'incr' then
     local current = 0
     if stored then
@@ -64,7 +65,7 @@ local function new_value(op, stored, operand, max_items)
     if stored and string.byte(stored, skip_space(stored, 1)) ~= 91 then
       fail('WRONG_TYPE', 'append needs a list, the key holds ' .. show(stored))
     end
-    local kept = stored and json_list_tail(stored, max_items - 1) or ''
+    local kept = stored and json_list_tail(stored, max_items - 1, commas) or ''
     return kept == '' and '[' .. operand .. ']' or '[' .. kept .. ',' .. operand .. ']'
   end
   return json_merge(stored, operand, {left = LIMITS.max_merge_members})
@@ -111,10 +112,16 @@ local function modify_value(keys, args)
   local stored = redis.call('HMGET', value_key, 'v', 'rev')
   local current = tonumber(stored[2]) or 0
   local old = current > 0 and stored[1] or nil
-  if old and op ~= 'incr' and json_error(old) then
+  if old and op ~= 'incr' and #old > w.settings.max_value_bytes then -- before reading it
+    fail('VALUE_TOO_LARGE', 'the key holds ' .. #old .. ' bytes of JSON, over the limit '
+         .. '(max_value_bytes) of ' .. w.settings.max_value_bytes .. ', and ' .. op
+         .. ' would read it all: set the key anew, or raise the limit')
+  end
+  local commas = max_items and {} -- a capped append cuts the list where the check found commas
+  if old and op ~= 'incr' and json_error(old, nil, commas) then
     fail('WRONG_TYPE', 'the key holds a value that is not strict JSON: ' .. show(old))
   end
-  local json = new_value(op, old, operand, max_items)
+  local json = new_value(op, old, operand, max_items, commas)
   if #json > w.settings.max_value_bytes then
     fail('VALUE_TOO_LARGE', 'the new value is ' .. #json .. ' bytes of JSON, the limit is '
          .. w.settings.max_value_bytes)

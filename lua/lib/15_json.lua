@@ -166,8 +166,10 @@ end
 -- nil when text is one strict JSON value, else why not. With `fields` (a
 -- table) and an object text, also records its top-level members in the
 -- same pass, without reading their values: name -> {s = first byte, e =
--- last byte, b = the first byte's code} (the last of a name wins).
-local function json_error(text, fields)
+-- last byte, b = the first byte's code} (the last of a name wins). With
+-- `commas` (a table) and an array text, records the byte positions of
+-- the commas between its items, in order.
+local function json_error(text, fields, commas)
   local find, byte, sub, gsub, match = string.find, string.byte, string.sub, string.gsub, string.match
   local pos, depth, stack = 1, 0, {}
   local slow_until = 0 -- a run of numbers number_run gave up on ends here
@@ -191,6 +193,9 @@ local function json_error(text, fields)
       local top = stack[depth]
       if b == 44 then
         state = top == 123 and 'key' or 'value'
+        if commas and depth == 1 then
+          commas[#commas + 1] = pos
+        end
         pos = pos + 1
       elseif b and CLOSE[b] == top then
         depth = depth - 1
@@ -238,6 +243,13 @@ local function json_error(text, fields)
         if run_end then -- ends in a number, or in a comma: a value is due
           state = byte(text, run_end) == 44 and 'value' or 'after'
           pos = run_end + 1
+          if commas and depth == 1 then -- the run's own commas
+            local at = find(text, ',', start, true)
+            while at and at <= run_end do
+              commas[#commas + 1] = at
+              at = find(text, ',', at + 1, true)
+            end
+          end
         else
           local first = b == 45 and pos + 1 or pos
           local _, digits = find(text, '^%d+', first)

@@ -286,45 +286,22 @@ local function json_merge(target, patch, budget)
 end
 
 -- The last `count` items of the checked JSON array `text`, as written
--- (separators included; '' for none), read from the end on the reversed
--- text: the work is in the items kept, not in the list's length (a full
--- read of a 524k-item list held the server 0.9 s).
-local function json_list_tail(text, count)
-  local find, byte, sub = string.find, string.byte, string.sub
-  local n, rev = #text, string.reverse(text)
-  local _, close = find(rev, '^[ \t\n\r]*%]') -- the list's ']'
-  local last = n - close -- in text, the byte before ']'
-  local _, space = find(rev, '^[ \t\n\r]*', close + 1)
-  if count == 0 or byte(rev, space + 1) == 91 then
+-- (separators included; '' for none), cut at `commas`: the positions of
+-- the commas between its items, which json_error recorded as it checked
+-- the text (so a capped append reads the list once).
+local function json_list_tail(text, count, commas)
+  local close = #text -- the list's ']', before trailing whitespace
+  while string.byte(text, close) ~= 93 do
+    close = close - 1
+  end
+  if count == 0 then
     return ''
   end
-  local pos, depth, items = close + 1, 0, 0
-  while true do
-    local k = find(rev, '[",%[%]{}]', pos)
-    local b = byte(rev, k)
-    pos = k + 1
-    if b == 34 then -- a string, from its end: its start is the first '"' not escaped,
-      local q = k   -- that is not followed (here) by an odd run of '\\'
-      repeat
-        q = find(rev, '"', q + 1, true)
-        local _, run = find(rev, '^\\*', q + 1)
-      until (run - q) % 2 == 0
-      pos = q + 1
-    elseif b == 93 or b == 125 then
-      depth = depth + 1
-    elseif depth > 0 then
-      if b ~= 44 then
-        depth = depth - 1
-      end
-    elseif b == 91 then -- the list's '[': it has at most `count` items
-      return sub(text, n - k + 2, last)
-    else -- a ',' between two of the list's items
-      items = items + 1
-      if items == count then
-        return sub(text, n - k + 2, last)
-      end
-    end
+  if count > #commas then -- every item is kept, if there is one
+    local body = string.sub(text, string.find(text, '[', 1, true) + 1, close - 1)
+    return string.find(body, '[^ \t\n\r]') and body or ''
   end
+  return string.sub(text, commas[#commas - count + 1] + 1, close - 1)
 end
 
 -- The top-level members (name -> span, recorded by json_error) of a JSON

@@ -21,7 +21,8 @@ async def main(thread: str) -> None:
         start = now_ms()
         await store.append_events(thread, [
             MemoryEvent(f"{thread}-{i}", thread, None, "trace" if i % 100 == 0 else "message",
-                        start + i, {"i": i}) for i in range(2000)])
+                        start + i, {"i": i}) for i in range(2000)],
+            atomic=False)  # more than one call's 500 events
         result = await store.compact_thread(
             thread,
             RetentionPolicy(max_events_per_thread=500, keep_event_types=["trace"],
