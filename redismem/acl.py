@@ -55,12 +55,17 @@ FEED_WRITES = ("+xadd",)
 REGISTRY_WRITES = ("+zadd",)
 THREAD_WRITES = ("+xadd", "+xdel", "+hset", "+hsetnx", "+hdel", "+zadd", "+zrem", "+del")
 MEMORY_WRITES = ("+hset", "+del", "+set", "+zadd", "+zrem")
+# what the LangGraph checkpoint functions run on their keys
+# (lua/lib/85_checkpoints.lua)
+CHECKPOINT_WRITES = ("+hset", "+hdel", "+hexists", "+hkeys", "+exists", "+del", "+zadd",
+                     "+zrem")
 ADMIN_COMMANDS = ("+fcall", *READS, *SCOPE_WRITES, *COUNTER_WRITES, *TURN_COMMANDS, "+xadd",
-                  "+xtrim", "+xdel", "+hsetnx")
+                  "+xtrim", "+xdel", "+hsetnx", "+hexists", "+hkeys", "+exists")
 # an admin's key families: every key of its namespace but the who:<principal>:* keys
 ADMIN_FAMILIES = ("val:*", "vec:*", "keys:*", "exp:*", "rev:*", "vdims:*", "idx:*", "feed",
                   "seq", "feedsz", "cfg", "scopes", "sessions", "thr:*", "threads", "ltm:*",
-                  "ltmz:*", "ltmdim", "ltmusers", "turn:*", "turns", "feed:rebuild")
+                  "ltmz:*", "ltmdim", "ltmusers", "turn:*", "turns", "feed:rebuild", "lgt:*",
+                  "lgr:*", "lgthreads")
 # what an admin's repair-feed runs on the feed and its copy, beyond the
 # admin's commands (lua/functions/repair_feed.lua)
 REPAIR_COMMANDS = ("+xsetid", "+rename")
@@ -178,13 +183,14 @@ def rules(role: Role, user: str, *, search: bool = True) -> list[str]:
                   *_scope_families(ns, "global", "_"), *_scope_families(ns, "actor", me)]
         threads = [f"{b}thr:*", f"{b}threads", f"{b}sessions"]
         memories = [f"{b}ltm:*", f"{b}ltmz:*", f"{b}ltmdim"]
+        checkpoints = [f"{b}lgt:*", f"{b}lgr:*", f"{b}lgthreads"]
         registry = [f"{b}scopes", f"{b}ltmusers", f"{b}turns"]
         grants = [
             # every write call declares the counters and its who: key and
             # writes the who: key: they come first, as Redis tries selectors
             # and patterns in order
-            Grant(_rw([*counters, *who, *scopes, *threads, *memories, f"{b}turns"]),
-                  ("+fcall",)),
+            Grant(_rw([*counters, *who, *scopes, *threads, *memories, *checkpoints,
+                       f"{b}turns"]), ("+fcall",)),
             requests,
             Grant(_rw(scopes), SCOPE_WRITES),
             Grant(_rw([*_turn_families(ns, "session", "*"), *_turn_families(ns, "workflow", "*")]),
@@ -194,6 +200,7 @@ def rules(role: Role, user: str, *, search: bool = True) -> list[str]:
             Grant(_rw(registry), REGISTRY_WRITES),
             Grant(_rw(threads), THREAD_WRITES),
             Grant(_rw(memories), MEMORY_WRITES),
+            Grant(_rw(checkpoints), CHECKPOINT_WRITES),
         ]
         return ["resetchannels", f"%R~{b}*", f"~{b}idx:*", *CONNECT, *READS, *searches,
                 *(grant.rule() for grant in grants)]

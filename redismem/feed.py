@@ -53,7 +53,7 @@ class EventFilter:
         return not self.patterns or any(fnmatch.fnmatchcase(event.key, p) for p in self.patterns)
 
 
-EVENT_KINDS = ("value", "vector", "turn")
+EVENT_KINDS = ("value", "vector", "turn", "checkpoint")
 
 
 def kind_arg(kind: object) -> str | None:
@@ -135,6 +135,7 @@ def _library_event(entry_id: bytes, fields: dict[bytes, bytes]) -> MemoryChangeE
         delta=_json.loads(delta) if delta is not None else None,
         delta_omitted=fields.get(b"delta_omitted") == b"1",
         writer=fields[b"writer"].decode() if b"writer" in fields else None,
+        checkpoint_ns=fields[b"cpns"].decode() if b"cpns" in fields else None,
     )
 
 

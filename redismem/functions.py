@@ -171,23 +171,26 @@ class Functions:
         """Replicas that must confirm each write call (``durability="replica"``: 1)."""
         self.replica_timeout_ms = 1000
 
-    def _check_size(self, keys: Sequence[str], args: Sequence[str | bytes | int]) -> None:
+    def _check_size(self, keys: Sequence[str], args: Sequence[str | bytes | int],
+                    limit: tuple[int, str] | None = None) -> None:
+        most, name = limit or (self.max_call_bytes, "max_call_bytes")
         # characters are at most 4 bytes each: only a large call needs counting
         try:
             rough = sum(map(len, keys)) + sum(map(len, args))  # type: ignore[arg-type]
         except TypeError:  # an int argument
             rough = sum(len(str(part)) for part in (*keys, *args))
-        if rough * 4 > self.max_call_bytes:
+        if rough * 4 > most:
             total = request_bytes(keys, args)
-            if total > self.max_call_bytes:
+            if total > most:
                 raise RequestTooLargeError(
                     f"the call carries {total} bytes of keys and arguments, the limit "
-                    f"(max_call_bytes) is {self.max_call_bytes}")
+                    f"({name}) is {most}")
 
     async def _call(self, name: str, keys: Sequence[str], args: Sequence[str | bytes | int],
-                    *, read_only: bool = False, key: str | None = None) -> Any:
+                    *, read_only: bool = False, key: str | None = None,
+                    limit: tuple[int, str] | None = None) -> Any:
         if not read_only:
-            self._check_size(keys, args)
+            self._check_size(keys, args, limit)
         try:
             return await self._send(name, keys, args, read_only, key)
         except ResponseError as exc:
@@ -485,6 +488,61 @@ class Functions:
         for name, revision in revisions:
             args.extend((name, str(revision)))
         return int(await self._call("redismem_raise_revisions", keys, args))
+
+    # LangGraph checkpoints (lua/lib/85_checkpoints.lua): ``cns`` is the
+    # checkpoint namespace, encoded (keys.encode_part); values are typed
+    # bytes, b"<serde type>\n<bytes>"
+
+    _CHECKPOINT_LIMIT = (limits.MAX_CHECKPOINT_BYTES, "max_checkpoint_bytes")
+
+    async def checkpoint_put(self, ns: str, thread: str, cns: str, principal: str, token: str,
+                             checkpoint_id: str, parent: str, run: str, checkpoint: bytes,
+                             metadata: bytes, blobs: Sequence[tuple[str, bytes]]) -> int:
+        """``redismem_checkpoint_put``: the feed sequence of its event.
+        ``run``: the run id, encoded ("" = none)."""
+        keys = [K.checkpoint(ns, thread, cns, checkpoint_id), K.checkpoint_ids(ns, thread, cns),
+                K.checkpoint_blobs(ns, thread, cns), K.checkpoint_namespaces(ns, thread),
+                K.checkpoint_threads(ns), K.sequence(ns), K.feed_size(ns),
+                K.principal(ns, principal), K.turn(ns, "session", thread)]
+        if run:
+            keys.append(K.checkpoint_run(ns, run))
+        args: list[str | bytes | int] = [ns, thread, cns, principal, token, checkpoint_id, parent,
+                                         run, checkpoint, metadata]
+        for field, value in blobs:
+            args.extend((field, value))
+        return int(await self._call("redismem_checkpoint_put", keys, args,
+                                    limit=self._CHECKPOINT_LIMIT))
+
+    async def checkpoint_writes(self, ns: str, thread: str, cns: str, principal: str, token: str,
+                                checkpoint_id: str, task: str, task_path: str,
+                                writes: Sequence[tuple[int, str, bytes]]) -> int:
+        """``redismem_checkpoint_writes``: how many writes were stored
+        (``task``: encoded; ``writes``: (index, channel, typed value))."""
+        keys = [K.checkpoint(ns, thread, cns, checkpoint_id), K.checkpoint_written(ns, thread, cns),
+                K.checkpoint_namespaces(ns, thread), K.sequence(ns), K.feed_size(ns),
+                K.principal(ns, principal), K.turn(ns, "session", thread)]
+        args: list[str | bytes | int] = [ns, thread, cns, principal, token, checkpoint_id, task,
+                                         task_path]
+        for index, channel, value in writes:
+            args.extend((str(index), channel, value))
+        return int(await self._call("redismem_checkpoint_writes", keys, args,
+                                    limit=self._CHECKPOINT_LIMIT))
+
+    async def checkpoint_drop(self, ns: str, thread: str, cns: str, principal: str, token: str,
+                              checkpoint_ids: Sequence[str],
+                              keep_blobs: Sequence[str] | None = None) -> int:
+        """``redismem_checkpoint_drop``: how many checkpoints were deleted.
+        ``keep_blobs``: when given, every other blob of the namespace goes."""
+        keys = [K.checkpoint_ids(ns, thread, cns), K.checkpoint_written(ns, thread, cns),
+                K.checkpoint_blobs(ns, thread, cns),
+                K.checkpoint_namespaces(ns, thread), K.checkpoint_threads(ns), K.sequence(ns),
+                K.feed_size(ns), K.principal(ns, principal), K.turn(ns, "session", thread),
+                *(K.checkpoint(ns, thread, cns, i) for i in checkpoint_ids)]
+        kept = list(keep_blobs) if keep_blobs is not None else []
+        args = [ns, thread, cns, principal, token,
+                str(len(kept)) if keep_blobs is not None else "-1", *kept, *checkpoint_ids]
+        return int(await self._call("redismem_checkpoint_drop", keys, args,
+                                    limit=self._CHECKPOINT_LIMIT))
 
     @staticmethod
     def _turn_keys(ns: str, scope: str, sid: str, principal: str, holder: str) -> list[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import time
 from typing import Literal
+from urllib.parse import quote, unquote
 
 Kind = Literal["value", "vector"]
 _KIND_TAG: dict[str, str] = {"value": "val", "vector": "vec"}
@@ -203,6 +204,56 @@ def memory_text_index(ns: str) -> str:
 def memory_vector_index(ns: str, dim: int) -> str:
     """RediSearch vector index of long-term memory embeddings of one dimension."""
     return f"{base(ns)}idx:ltm:{dim}"
+
+
+def encode_part(text: str) -> str:
+    """A text as it stands in a LangGraph checkpoint key or field name:
+    letters, digits, ``_.~-|`` as they are, every other UTF-8 byte as
+    ``%XX`` (``lua/lib/85_checkpoints.lua`` accepts only this spelling)."""
+    return quote(text, safe="|")
+
+
+def decode_part(text: str) -> str:
+    return unquote(text, errors="strict")
+
+
+def checkpoint(ns: str, thread: str, cns: str, checkpoint_id: str) -> str:
+    """Hash of one LangGraph checkpoint of session ``thread``, checkpoint
+    namespace ``cns`` (encoded): ``cp`` and ``md`` (serialized), ``parent``,
+    ``run`` (encoded), and per pending write ``w:<task>:<idx>`` (serialized),
+    ``c:<task>:<idx>`` (its channel) and ``p:<task>:<idx>`` (its task path)."""
+    return f"{base(ns)}lgt:{thread}:{cns}:c:{checkpoint_id}"
+
+
+def checkpoint_ids(ns: str, thread: str, cns: str) -> str:
+    """Zset (score 0) of the checkpoint ids of a thread's namespace, in id order."""
+    return f"{base(ns)}lgt:{thread}:{cns}:ids"
+
+
+def checkpoint_written(ns: str, thread: str, cns: str) -> str:
+    """Zset (score 0) of the checkpoint ids that have pending writes (LangGraph
+    may put a checkpoint's writes before the checkpoint itself lands)."""
+    return f"{base(ns)}lgt:{thread}:{cns}:wids"
+
+
+def checkpoint_blobs(ns: str, thread: str, cns: str) -> str:
+    """Hash ``<channel>:<version>`` (encoded) -> serialized channel value."""
+    return f"{base(ns)}lgt:{thread}:{cns}:blobs"
+
+
+def checkpoint_namespaces(ns: str, thread: str) -> str:
+    """Zset (score 0) of a thread's checkpoint namespaces (encoded)."""
+    return f"{base(ns)}lgt:{thread}:nss"
+
+
+def checkpoint_threads(ns: str) -> str:
+    """Zset of the threads with checkpoints, scored by their last put (ms)."""
+    return f"{base(ns)}lgthreads"
+
+
+def checkpoint_run(ns: str, run: str) -> str:
+    """Zset (score 0) of ``<thread>:<cns>:<checkpoint id>`` a run (encoded) wrote."""
+    return f"{base(ns)}lgr:{run}"
 
 
 def turn(ns: str, scope: str, sid: str) -> str:

@@ -70,6 +70,9 @@ for milliseconds, not seconds."""
 MAX_EVENT_BYTES = 131_072
 """Largest thread event, as canonical JSON (the default value limit, for the
 same reason)."""
+MAX_CHECKPOINT_BYTES = 16_777_216
+"""Largest LangGraph checkpoint call (its serialized bytes are stored as they
+are, never read as JSON: copying 16 MiB takes a few ms of server time)."""
 MIN_TURN_MS = 100
 """The shortest time to live of a turn, and of a waiter's lease (ms)."""
 MAX_TURN_MS = 86_400_000

@@ -68,11 +68,14 @@ class MemoryChangeEvent:
     Attributes:
         sequence: the event's place in the namespace's gap-free sequence.
         scope, scope_id, key: what changed.
-        kind: ``value``, ``vector`` or ``turn`` (a session's or workflow's
-            turn: ``key`` is the holder id, ``revision`` the token).
+        kind: ``value``, ``vector``, ``turn`` (a session's or workflow's
+            turn: ``key`` is the holder id, ``revision`` the token) or
+            ``checkpoint`` (a LangGraph checkpoint of thread ``scope_id``:
+            ``key`` is the checkpoint id, ``checkpoint_ns`` its namespace).
         action: ``set``, ``incr``, ``append``, ``merge`` or ``delete`` (a
             value); ``set`` or ``delete`` (a vector); ``acquire``,
-            ``release`` or ``expire`` (a turn).
+            ``release`` or ``expire`` (a turn); ``put``, ``writes`` or
+            ``delete`` (a checkpoint).
         revision: the key's revision after the change (a delete takes one too).
         principal: who made the change.
         created_at: server time of the change, UTC.
@@ -87,6 +90,8 @@ class MemoryChangeEvent:
         delta_omitted: True when the delta was larger.
         writer: for an import, the entry's own writer, which it keeps, when
             that is not the importer (``principal``); else None.
+        checkpoint_ns: a checkpoint event's checkpoint namespace ("" for the
+            root graph); else None.
         error: why the entry is not a change event the library wrote (a raw
             XADD by a credential holding it), else None; its other fields
             hold what could be read.
@@ -107,6 +112,7 @@ class MemoryChangeEvent:
     delta_omitted: bool = False
     error: str | None = None
     writer: str | None = None
+    checkpoint_ns: str | None = None
 
 
 @dataclass(frozen=True)

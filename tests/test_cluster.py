@@ -8,15 +8,18 @@ import asyncio
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import redis
+from langgraph.checkpoint.base import empty_checkpoint
 from redis.asyncio.cluster import RedisCluster
 from redis.cluster import key_slot
 
 import redismem
 from redismem import keys as K
+from redismem.langgraph import RedismemSaver
 from redismem.library import bundled, server_library, server_version
 from redismem.repair import repair_feed
 from redismem.store import RedisMemoryStore
@@ -532,6 +535,14 @@ async def test_every_library_function_runs_on_the_namespace_node(
             await mem.client.execute_command("XADD", K.feed(ns), "999999-5", "key", "forged")
             assert (await repair_feed(mem)).removed == ("999999-5",)  # drop, settle, swap
             await import_text(store, text, tmp_path)  # into itself: the same node's slowlog
+            saver = RedismemSaver(mem)
+            config: Any = {"configurable": {"thread_id": session, "checkpoint_ns": ""}}
+            checkpoint = {**empty_checkpoint(), "channel_values": {"a": 1},
+                          "channel_versions": {"a": 1}}
+            stored = await saver.aput(config, checkpoint, {}, {"a": 1})
+            await saver.aput_writes(stored, [("a", 2)], "task")
+            assert (await saver.aget_tuple(stored)).pending_writes == [("task", "a", 2)]
+            await saver.adelete_thread(session)
             assert await server_version(mem.client) == bundled().version
         logs = {}
         for port in primaries:
@@ -548,7 +559,7 @@ async def test_every_library_function_runs_on_the_namespace_node(
                 if entry["command"].split()[0].upper() in (b"FCALL", b"FCALL_RO")}
 
     library = {f"redismem_{path.stem}" for path in (REPO / "lua" / "functions").glob("*.lua")}
-    assert len(library) == 27
+    assert len(library) == 30
     assert library - called(home) == set()
     # elsewhere only the library's version, read on every primary
     others = set().union(*(called(port) for port in primaries if port != home))

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 import redis
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.base.id import uuid6
 
 import redismem
 from redismem import _validate as check
@@ -21,6 +23,7 @@ from redismem import keys as K
 from redismem.client import open_client
 from redismem.errors import BY_CODE
 from redismem.functions import Functions
+from redismem.langgraph import RedismemSaver
 from redismem.library import assemble, ensure_library
 from redismem.repair import repair_feed
 from redismem.server import EmbeddedServer
@@ -112,6 +115,15 @@ async def call_every_function(rmem: redismem.Memory, redis_url: str, tmp_path: P
     turn = await scope.acquire_turn()
     await turn.renew()
     await turn.release()
+    saver = RedismemSaver(rmem)
+    for thread, count in (("lg1", 1), ("lg2", 2)):  # deleted in calls of 1, then 2 ids
+        config: Any = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+        for _ in range(count):
+            checkpoint = {**empty_checkpoint(), "id": str(uuid6()),
+                          "channel_values": {"a": 1}, "channel_versions": {"a": 1}}
+            config = await saver.aput(config, checkpoint, {"run_id": "r1"}, {"a": 1})
+            await saver.aput_writes(config, [("a", 2)], "task-1")
+        await saver.adelete_thread(thread)
     async with redismem.RedisMemoryStore(redis_url, namespace=rmem.namespace) as store:
         store.memory._conn.functions = recording
         event = redismem.MemoryEvent("e1", "t1", None, "message", 1, {})
@@ -275,6 +287,7 @@ def test_lua_and_python_limits_agree() -> None:
         "max_events_per_call": limits.MAX_EVENTS_PER_CALL,
         "max_events_per_read": limits.MAX_EVENTS_PER_READ,
         "max_event_bytes": limits.MAX_EVENT_BYTES,
+        "max_checkpoint_bytes": limits.MAX_CHECKPOINT_BYTES,
         "max_json_depth": limits.MAX_JSON_DEPTH,
         "min_turn_ms": limits.MIN_TURN_MS,
         "max_turn_ms": limits.MAX_TURN_MS,

@@ -35,6 +35,7 @@ local LIMITS = {
   max_events_per_call = 500,          -- events one append or replace call carries
   max_events_per_read = 1000,         -- events one page of recent_events/events_since holds at most
   max_event_bytes = 131072,
+  max_checkpoint_bytes = 16777216,    -- a LangGraph checkpoint call (bytes, not JSON-checked)
   min_turn_ms = 100,                  -- the shortest turn ttl or waiter lease
   max_turn_ms = 86400000,             -- the longest: a day
 }
