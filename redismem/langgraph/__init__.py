@@ -13,5 +13,6 @@ See docs/langgraph.md.
 from __future__ import annotations
 
 from .saver import RedismemSaver
+from .store import RedismemStore
 
-__all__ = ["RedismemSaver"]
+__all__ = ["RedismemSaver", "RedismemStore"]

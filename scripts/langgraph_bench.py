@@ -1,0 +1,141 @@
+"""``python scripts/bench.py langgraph``: RedismemSaver and RedismemStore
+against langgraph-checkpoint-redis (AsyncRedisSaver, AsyncRedisStore) on
+the same server in the same run (the ``bench`` extra installs it).
+
+Checkpoints: ``aput`` of a checkpoint of a growing thread (a 20-message
+list, about 2 kB, in one channel) and ``aget_tuple`` of the thread's
+latest; store: ``aput`` and ``aget`` of one small item, and a batch of 100
+gets (items/s). Sequential awaited calls from one client; p50 and p99 in
+microseconds, and the ratio redismem / incumbent (below 1: redismem is
+faster).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.base.id import uuid6
+from langgraph.store.base import GetOp
+
+from redismem.langgraph import RedismemSaver, RedismemStore
+
+
+async def _timed(call: Callable[[int], Awaitable[Any]], n: int) -> list[float]:
+    spans = []
+    for i in range(n):
+        start = time.perf_counter()
+        await call(i)
+        spans.append((time.perf_counter() - start) * 1e6)
+    return spans
+
+
+def _row(op: str, ours: list[float], theirs: list[float], target: str) -> dict[str, Any]:
+    def p(values: list[float], q: float) -> float:
+        return sorted(values)[min(len(values) - 1, int(q * len(values)))]
+
+    return {"op": op, "redismem_p50_us": statistics.median(ours),
+            "redismem_p99_us": p(ours, 0.99), "peer_p50_us": statistics.median(theirs),
+            "peer_p99_us": p(theirs, 0.99),
+            "ratio": statistics.median(ours) / statistics.median(theirs), "target": target}
+
+
+async def _checkpoints(saver: Any, n: int) -> tuple[list[float], list[float]]:
+    thread = "bench-" + uuid.uuid4().hex[:8]
+    config: Any = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+    messages = [{"role": "user", "content": "x" * 80, "i": i} for i in range(20)]
+    version: Any = None
+
+    async def put(i: int) -> None:
+        nonlocal config, version
+        version = saver.get_next_version(version, None)
+        checkpoint = {**empty_checkpoint(), "id": str(uuid6()),
+                      "channel_values": {"messages": messages},
+                      "channel_versions": {"messages": version}}
+        config = await saver.aput(config, checkpoint, {"step": i, "source": "loop"},
+                                  {"messages": version})
+
+    puts = await _timed(put, n)
+    latest: Any = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+
+    async def get(i: int) -> None:
+        assert await saver.aget_tuple(latest) is not None
+
+    return puts, await _timed(get, n)
+
+
+async def _store(store: Any, n: int) -> tuple[list[float], list[float], float]:
+    space = ("bench", uuid.uuid4().hex[:8])
+    puts = await _timed(lambda i: store.aput(space, f"k{i}", {"n": i, "text": "hello"}), n)
+    gets = await _timed(lambda i: store.aget(space, f"k{i % n}"), n)
+    ops = [GetOp(space, f"k{i % n}") for i in range(100)]
+    rounds = max(1, n // 100)
+    start = time.perf_counter()
+    for _ in range(rounds):
+        assert len(await store.abatch(ops)) == 100
+    return puts, gets, rounds * 100 / (time.perf_counter() - start)
+
+
+class _Blocking:
+    """The incumbent's sync RedisStore behind the async calls the timing uses
+    (its AsyncRedisStore refuses redisvl 0.28's async client: TypeError)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    async def aput(self, *args: Any) -> None:
+        self.store.put(*args)
+
+    async def aget(self, *args: Any) -> Any:
+        return self.store.get(*args)
+
+    async def abatch(self, ops: Any) -> Any:
+        return self.store.batch(ops)
+
+
+async def bench(url: str, n: int) -> list[dict[str, Any]]:
+    from langgraph.checkpoint.redis.aio import AsyncRedisSaver
+    from langgraph.store.redis import RedisStore
+
+    ns = "bench" + uuid.uuid4().hex[:8]
+    rows = []
+    async with RedismemSaver(url=url, namespace=ns) as ours, \
+            AsyncRedisSaver.from_conn_string(url) as theirs:
+        await theirs.asetup()
+        await _checkpoints(ours, 50)  # warm both
+        await _checkpoints(theirs, 50)
+        our_put, our_get = await _checkpoints(ours, n)
+        their_put, their_get = await _checkpoints(theirs, n)
+    rows.append(_row("checkpoint aput", our_put, their_put, "≤ 0.5"))
+    rows.append(_row("checkpoint aget_tuple (latest)", our_get, their_get, "≤ 0.5"))
+    async with RedismemStore(url=url, namespace=ns) as ours_store:
+        with RedisStore.from_conn_string(url) as sync_store:
+            sync_store.setup()
+            theirs_store = _Blocking(sync_store)
+            await _store(ours_store, 50)
+            await _store(theirs_store, 50)
+            our_put, our_get, our_batch = await _store(ours_store, n)
+            their_put, their_get, their_batch = await _store(theirs_store, n)
+    rows.append(_row("store aput", our_put, their_put, "≤ 0.5"))
+    rows.append(_row("store aget", our_get, their_get, "≤ 0.5"))
+    rows.append({"op": "store batch of 100 gets (items/s)", "redismem": our_batch,
+                 "peer": their_batch, "ratio": our_batch / their_batch, "target": "≥ 5"})
+    return rows
+
+
+def render(rows: list[dict[str, Any]]) -> str:
+    lines = ["| operation | redismem p50 / p99 | langgraph-checkpoint-redis p50 / p99 | ratio | "
+             "target |", "|---|---:|---:|---:|---:|"]
+    for row in rows:
+        if "redismem_p50_us" in row:
+            lines.append(f"| {row['op']} | {row['redismem_p50_us']:.0f} / "
+                         f"{row['redismem_p99_us']:.0f} µs | {row['peer_p50_us']:.0f} / "
+                         f"{row['peer_p99_us']:.0f} µs | {row['ratio']:.2f} | {row['target']} |")
+        else:
+            lines.append(f"| {row['op']} | {row['redismem']:,.0f}/s | {row['peer']:,.0f}/s | "
+                         f"{row['ratio']:.2f} | {row['target']} |")
+    return "\n".join(lines)
