@@ -497,9 +497,11 @@ class Functions:
 
     async def checkpoint_put(self, ns: str, thread: str, cns: str, principal: str, token: str,
                              checkpoint_id: str, parent: str, run: str, checkpoint: bytes,
-                             metadata: bytes, blobs: Sequence[tuple[str, bytes]]) -> int:
+                             metadata: bytes, named: Sequence[str],
+                             blobs: Sequence[tuple[str, bytes]]) -> int:
         """``redismem_checkpoint_put``: the feed sequence of its event.
-        ``run``: the run id, encoded ("" = none)."""
+        ``run``: the run id, encoded ("" = none); ``named``: the blob fields
+        of every channel the checkpoint names."""
         keys = [K.checkpoint(ns, thread, cns, checkpoint_id), K.checkpoint_ids(ns, thread, cns),
                 K.checkpoint_blobs(ns, thread, cns), K.checkpoint_namespaces(ns, thread),
                 K.checkpoint_threads(ns), K.sequence(ns), K.feed_size(ns),
@@ -507,11 +509,25 @@ class Functions:
         if run:
             keys.append(K.checkpoint_run(ns, run))
         args: list[str | bytes | int] = [ns, thread, cns, principal, token, checkpoint_id, parent,
-                                         run, checkpoint, metadata]
+                                         run, checkpoint, metadata, "\n".join(named)]
         for field, value in blobs:
             args.extend((field, value))
         return int(await self._call("redismem_checkpoint_put", keys, args,
                                     limit=self._CHECKPOINT_LIMIT))
+
+    async def checkpoint_get(self, ns: str, thread: str, cns: str, checkpoint_id: str
+                             ) -> tuple[str, dict[bytes, bytes], list[bytes | None]] | None:
+        """``redismem_checkpoint_get``: (id, the checkpoint's hash, the values
+        of the blob fields it names) of ``checkpoint_id`` ("" = the newest),
+        or None."""
+        reply = await self._call("redismem_checkpoint_get",
+                                 [K.checkpoint_ids(ns, thread, cns),
+                                  K.checkpoint_blobs(ns, thread, cns)],
+                                 [ns, thread, cns, checkpoint_id], read_only=True)
+        if not reply:
+            return None
+        found, flat, values = reply
+        return (found.decode(), dict(zip(flat[::2], flat[1::2], strict=True)), list(values))
 
     async def checkpoint_writes(self, ns: str, thread: str, cns: str, principal: str, token: str,
                                 checkpoint_id: str, task: str, task_path: str,

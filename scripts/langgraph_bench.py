@@ -5,7 +5,7 @@ the same server in the same run (the ``bench`` extra installs it).
 Checkpoints: ``aput`` of a checkpoint of a growing thread (a 20-message
 list, about 2 kB, in one channel) and ``aget_tuple`` of the thread's
 latest; store: ``aput`` and ``aget`` of one small item, and a batch of 100
-gets (items/s). Sequential awaited calls from one client; p50 and p99 in
+gets (items found per second). Sequential awaited calls from one client; p50 and p99 in
 microseconds, and the ratio redismem / incumbent (below 1: redismem is
 faster).
 """
@@ -69,15 +69,22 @@ async def _checkpoints(saver: Any, n: int) -> tuple[list[float], list[float]]:
 
 
 async def _store(store: Any, n: int) -> tuple[list[float], list[float], float]:
-    space = ("bench", uuid.uuid4().hex[:8])
+    # one label: the peer's get of a multi-label namespace finds nothing
+    # (it returns None, quickly), so it would not be measured at all
+    space = ("bench" + uuid.uuid4().hex[:8],)
     puts = await _timed(lambda i: store.aput(space, f"k{i}", {"n": i, "text": "hello"}), n)
-    gets = await _timed(lambda i: store.aget(space, f"k{i % n}"), n)
+
+    async def get(i: int) -> None:
+        assert await store.aget(space, f"k{i % n}") is not None, "the item was not found"
+
+    gets = await _timed(get, n)
     ops = [GetOp(space, f"k{i % n}") for i in range(100)]
     rounds = max(1, n // 100)
+    found = 0
     start = time.perf_counter()
     for _ in range(rounds):
-        assert len(await store.abatch(ops)) == 100
-    return puts, gets, rounds * 100 / (time.perf_counter() - start)
+        found += sum(item is not None for item in await store.abatch(ops))
+    return puts, gets, found / (time.perf_counter() - start)
 
 
 class _Blocking:
@@ -122,7 +129,7 @@ async def bench(url: str, n: int) -> list[dict[str, Any]]:
             their_put, their_get, their_batch = await _store(theirs_store, n)
     rows.append(_row("store aput", our_put, their_put, "≤ 0.5"))
     rows.append(_row("store aget", our_get, their_get, "≤ 0.5"))
-    rows.append({"op": "store batch of 100 gets (items/s)", "redismem": our_batch,
+    rows.append({"op": "store batch of 100 gets (items found/s)", "redismem": our_batch,
                  "peer": their_batch, "ratio": our_batch / their_batch, "target": "≥ 5"})
     return rows
 

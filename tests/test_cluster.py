@@ -559,7 +559,7 @@ async def test_every_library_function_runs_on_the_namespace_node(
                 if entry["command"].split()[0].upper() in (b"FCALL", b"FCALL_RO")}
 
     library = {f"redismem_{path.stem}" for path in (REPO / "lua" / "functions").glob("*.lua")}
-    assert len(library) == 30
+    assert len(library) == 31
     assert library - called(home) == set()
     # elsewhere only the library's version, read on every primary
     others = set().union(*(called(port) for port in primaries if port != home))

@@ -232,11 +232,14 @@ async def test_bad_checkpoint_input_is_refused_and_changes_nothing(
             K.checkpoint_blobs(ns, "t", "a%3A"), K.checkpoint_namespaces(ns, "t"),
             K.checkpoint_threads(ns), K.sequence(ns), K.feed_size(ns),
             K.principal(ns, principal), K.turn(ns, "session", "t")]
-    good = [ns, "t", "a%3A", principal, "", "c1", "", "", b"msgpack\n\x80", b"msgpack\n\x80"]
+    good = [ns, "t", "a%3A", principal, "", "c1", "", "", b"msgpack\n\x80", b"msgpack\n\x80",
+            "ch:1"]
     for args, message in (
             ([*good[:2], "a%3a", *good[3:]], "not in its one percent-encoded spelling"),
             ([*good[:2], "a:b", *good[3:]], "must be percent-encoded"),
-            ([*good[:8], b"no frame", good[9]], "the checkpoint must be"),
+            ([*good[:8], b"no frame", *good[9:]], "the checkpoint must be"),
+            ([*good[:10], "ch:1\n\nch:2"], "the blob fields are"),
+            ([*good[:10], "ch"], "a blob field is"),
             ([*good, "ch:1"], "blobs come in pairs"),
             ([*good, "ch", b"json\n1"], "a blob field is"),
             ([*good[:4], "7", *good[5:]], "STALE_TURN|never issued")):

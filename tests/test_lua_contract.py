@@ -123,6 +123,7 @@ async def call_every_function(rmem: redismem.Memory, redis_url: str, tmp_path: P
                           "channel_values": {"a": 1}, "channel_versions": {"a": 1}}
             config = await saver.aput(config, checkpoint, {"run_id": "r1"}, {"a": 1})
             await saver.aput_writes(config, [("a", 2)], "task-1")
+            assert (await saver.aget_tuple(config)).checkpoint["channel_values"] == {"a": 1}
         await saver.adelete_thread(thread)
     async with redismem.RedisMemoryStore(redis_url, namespace=rmem.namespace) as store:
         store.memory._conn.functions = recording
@@ -399,7 +400,7 @@ async def test_flushall_keeps_functions(lone_client: Any) -> None:
 FIXED_ARITY = {"create_session": 3, "delete_memory": 3, "delete_value": 8, "delete_vector": 8,
                "events_since": 5, "get_config": 1, "list_keys": 7, "recent_events": 4,
                "trim_feed": 2, "upsert_memory": 7, "modify_value": 11, "turn_acquire": 7,
-               "turn_release": 6, "turn_renew": 7, "version": 0}
+               "turn_release": 6, "turn_renew": 7, "version": 0, "checkpoint_get": 4}
 
 
 def test_a_trailing_extra_argument_is_refused(redis_url: str) -> None:
@@ -411,7 +412,7 @@ def test_a_trailing_extra_argument_is_refused(redis_url: str) -> None:
     try:
         for name, most in FIXED_ARITY.items():
             read_only = name in ("events_since", "get_config", "list_keys", "recent_events",
-                                 "version")
+                                 "version", "checkpoint_get")
             call = client.fcall_ro if read_only else client.fcall
             with pytest.raises(redis.ResponseError, match=f"^INVALID_ARGUMENT expected at most "
                                                           f"{most} arguments"):
@@ -421,3 +422,13 @@ def test_a_trailing_extra_argument_is_refused(redis_url: str) -> None:
             client.fcall_ro("redismem_version", 1, "rm:{x}:k")
     finally:
         client.close()
+
+
+def test_the_library_keeps_room_under_luas_200_locals() -> None:
+    """Redis compiles the whole library as one Lua chunk, which may hold at
+    most 200 local variables: one more helper past that and FUNCTION LOAD
+    fails on every server ("main function has more than 200 local
+    variables"). New helpers go into a table (as lib/85_checkpoints.lua's CP)."""
+    top_level = [line for line in library.bundled().code.splitlines()
+                 if line.startswith("local ")]
+    assert len(top_level) <= 196, f"{len(top_level)} top-level locals: group helpers in tables"

@@ -25,7 +25,7 @@
 local function checkpoint_drop(keys, args)
   count_args(args, 6, 'namespace, thread id, checkpoint namespace, principal, turn token, '
              .. 'kept blob count, then kept blobs and checkpoint ids')
-  local t, w = checkpoint_call(keys, args, 8)
+  local t, w = CP.call(keys, args, 8)
   local keep = parse_int('the kept blob count', args[6], -1, LIMITS.max_batch)
   local first = 7 + math.max(keep, 0)
   local count = #args - first + 1
@@ -34,30 +34,30 @@ local function checkpoint_drop(keys, args)
          .. LIMITS.max_events_per_call .. ' checkpoint ids, got ' .. #args - 6 .. ' arguments')
   end
   expect_keys(keys, 9 + count)
-  local ids = expect_key(keys, 1, LG.ids(t))
-  local written = expect_key(keys, 2, LG.written(t))
-  local blobs = expect_key(keys, 3, LG.blobs(t))
-  local namespaces = expect_key(keys, 4, LG.namespaces(t))
-  local threads = expect_key(keys, 5, LG.threads(t))
+  local ids = expect_key(keys, 1, CP.keys.ids(t))
+  local written = expect_key(keys, 2, CP.keys.written(t))
+  local blobs = expect_key(keys, 3, CP.keys.blobs(t))
+  local namespaces = expect_key(keys, 4, CP.keys.namespaces(t))
+  local threads = expect_key(keys, 5, CP.keys.threads(t))
   expect_key(keys, 6, w.seq)
   expect_key(keys, 7, w.feed_size)
   local gone, hashes = {}, {}
   for i = 1, count do
     local id = check_id('checkpoint id', args[first + i - 1])
-    hashes[i] = expect_key(keys, 9 + i, LG.checkpoint(t, id))
+    hashes[i] = expect_key(keys, 9 + i, CP.keys.checkpoint(t, id))
     if redis.call('EXISTS', hashes[i]) == 1 then
       gone[#gone + 1] = id
     end
   end
   if #gone > 0 then
-    announce(t, w, 'delete', gone)
+    CP.announce(t, w, 'delete', gone)
   else
     check_fence(w.turn, 'session:' .. t.thread, t.fence)
   end
   for i = 1, count do
     local run = redis.call('HGET', hashes[i], 'run')
-    if run and run ~= '' and string.find(run, ENCODED) then
-      redis.call('ZREM', LG.run(t, run), t.thread .. ':' .. t.cns .. ':' .. args[first + i - 1])
+    if run and run ~= '' and string.find(run, CP.ENCODED) then
+      redis.call('ZREM', CP.keys.run(t, run), t.thread .. ':' .. t.cns .. ':' .. args[first + i - 1])
     end
     redis.call('DEL', hashes[i])
     redis.call('ZREM', ids, args[first + i - 1])

@@ -31,17 +31,17 @@ local function checkpoint_writes(keys, args)
   if (#args - 8) / 3 > LIMITS.max_batch then
     fail('INVALID_ARGUMENT', 'at most ' .. LIMITS.max_batch .. ' writes per call')
   end
-  local t, w = checkpoint_call(keys, args, 6)
+  local t, w = CP.call(keys, args, 6)
   local id = check_id('checkpoint id', args[6])
-  decode_part('the task id', args[7])
+  CP.decode('the task id', args[7])
   local task = args[7]
   if #args[8] > LIMITS.max_key_bytes then
     fail('INVALID_ARGUMENT', 'the task path is over ' .. LIMITS.max_key_bytes .. ' bytes')
   end
   expect_keys(keys, 7)
-  local hash = expect_key(keys, 1, LG.checkpoint(t, id))
-  local written = expect_key(keys, 2, LG.written(t))
-  local namespaces = expect_key(keys, 3, LG.namespaces(t))
+  local hash = expect_key(keys, 1, CP.keys.checkpoint(t, id))
+  local written = expect_key(keys, 2, CP.keys.written(t))
+  local namespaces = expect_key(keys, 3, CP.keys.namespaces(t))
   expect_key(keys, 4, w.seq)
   expect_key(keys, 5, w.feed_size)
   local fields, seen = {}, {}
@@ -50,7 +50,7 @@ local function checkpoint_writes(keys, args)
     if #args[i + 1] == 0 or #args[i + 1] > LIMITS.max_key_bytes then
       fail('INVALID_ARGUMENT', 'a channel is 1 to ' .. LIMITS.max_key_bytes .. ' bytes, got ' .. show(args[i + 1]))
     end
-    check_typed('the write to ' .. show(args[i + 1]), args[i + 2])
+    CP.typed('the write to ' .. show(args[i + 1]), args[i + 2])
     local slot = task .. ':' .. int_string(index)
     if seen[slot] then
       fail('INVALID_ARGUMENT', 'write index ' .. int_string(index) .. ' is given twice')
@@ -67,7 +67,7 @@ local function checkpoint_writes(keys, args)
   if #kept == 0 then
     return 0
   end
-  announce(t, w, 'writes', {id})
+  CP.announce(t, w, 'writes', {id})
   local values = {}
   for _, f in ipairs(kept) do
     values[#values + 1] = 'w:' .. f[1]

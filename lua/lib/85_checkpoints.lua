@@ -9,7 +9,8 @@
   call is bounded by its size (max_checkpoint_bytes), not by a JSON check.
   Keys of thread <t>, checkpoint namespace <n> (encoded), in namespace ns:
     rm:{ns}:lgt:<t>:<n>:c:<id>   hash of one checkpoint: cp, md (typed),
-        parent, run (encoded), and per pending write w:<task>:<idx>
+        parent, run (encoded), bl (the blob fields of the channels it
+        names, one per line), and per pending write w:<task>:<idx>
         (typed), c:<task>:<idx> (channel), p:<task>:<idx> (task path)
     rm:{ns}:lgt:<t>:<n>:ids      zset (score 0) of its checkpoint ids
     rm:{ns}:lgt:<t>:<n>:wids     zset (score 0) of the ids with pending writes
@@ -18,9 +19,10 @@
     rm:{ns}:lgthreads            zset of thread ids, by last put (ms)
     rm:{ns}:lgr:<run>            zset (score 0) of <t>:<n>:<id> a run wrote ]]
 
-local ENCODED = '^[%w_.~|%%-]*$'
+-- One table, not a local per helper: a Lua chunk holds at most 200 locals.
+local CP = {ENCODED = '^[%w_.~|%%-]*$'}
 
-local function encode_part(text)
+function CP.encode(text)
   return (string.gsub(text, '[^%w_.~|-]', function(ch)
     return string.format('%%%02X', string.byte(ch))
   end))
@@ -28,28 +30,39 @@ end
 
 -- The text an encoded part stands for; INVALID_ARGUMENT unless `text` is
 -- the one spelling of a text of at most max_key_bytes bytes.
-local function decode_part(what, text, allow_empty)
+function CP.decode(what, text, allow_empty)
   if type(text) ~= 'string' or (text == '' and not allow_empty) or #text > 3 * LIMITS.max_key_bytes
-     or not string.find(text, ENCODED) then
+     or not string.find(text, CP.ENCODED) then
     fail('INVALID_ARGUMENT', what .. ' must be percent-encoded (1 to ' .. LIMITS.max_key_bytes
          .. ' bytes), got ' .. show(text))
   end
   local raw = string.gsub(text, '%%(%x%x)', function(hex) return string.char(tonumber(hex, 16)) end)
-  if #raw > LIMITS.max_key_bytes or encode_part(raw) ~= text then
+  if #raw > LIMITS.max_key_bytes or CP.encode(raw) ~= text then
     fail('INVALID_ARGUMENT', what .. ' is not in its one percent-encoded spelling: ' .. show(text))
   end
   return raw
 end
 
 -- A serialized value: '<serde type>\n<bytes>'.
-local function check_typed(what, text)
+function CP.typed(what, text)
   if type(text) ~= 'string' or not string.find(string.sub(text, 1, 65), '^[%w_%-]+\n') then
     fail('INVALID_ARGUMENT', what .. " must be '<serializer type>\\n<bytes>', got " .. show(text))
   end
 end
 
+-- A blob field '<channel>:<version>', both encoded; the channel.
+function CP.blob_field(field)
+  local channel, version = string.match(field, '^([^:]+):([^:]+)$')
+  if not channel then
+    fail('INVALID_ARGUMENT', "a blob field is '<channel>:<version>', encoded, got " .. show(field))
+  end
+  CP.decode('a channel', channel)
+  CP.decode('a channel version', version)
+  return channel
+end
+
 -- The checkpoint keys of thread t.thread, namespace t.cns (encoded).
-local LG = {
+CP.keys = {
   checkpoint = function(t, id) return key_base(t.c.ns) .. 'lgt:' .. t.thread .. ':' .. t.cns .. ':c:' .. id end,
   ids = function(t) return key_base(t.c.ns) .. 'lgt:' .. t.thread .. ':' .. t.cns .. ':ids' end,
   written = function(t) return key_base(t.c.ns) .. 'lgt:' .. t.thread .. ':' .. t.cns .. ':wids' end,
@@ -63,11 +76,11 @@ local LG = {
 -- thread id, checkpoint namespace (encoded), principal, turn token; the
 -- principal key and the turn hash at KEYS[who] and KEYS[who + 1]; the
 -- call's size. Returns t: the thread, and the feed writer w (lib/50_feed.lua).
-local function checkpoint_call(keys, args, who)
+function CP.call(keys, args, who)
   local c = {ns = check_id('namespace', args[1]), scope = 'session'}
   local t = {c = c, thread = check_id('thread id', args[2])}
   c.sid = t.thread
-  t.cns_text = decode_part('the checkpoint namespace', args[3], true)
+  t.cns_text = CP.decode('the checkpoint namespace', args[3], true)
   t.cns = args[3]
   local principal = check_id('principal', args[4])
   local w = {c = c, kind = 'checkpoint', principal = principal,
@@ -83,7 +96,7 @@ end
 -- Check the turn token, then plan one feed event per checkpoint id in
 -- `ids` (action put, writes or delete; the key is the checkpoint id, cpns
 -- the checkpoint namespace as text) and append them: before any other write.
-local function announce(t, w, action, ids)
+function CP.announce(t, w, action, ids)
   check_fence(w.turn, 'session:' .. t.thread, t.fence)
   w.now = now_ms()
   prepare_feed(w)

@@ -171,13 +171,14 @@ class RedismemSaver(BaseCheckpointSaver[str]):
                  for channel, version in new_versions.items()]
         meta = get_checkpoint_metadata(config, metadata)
         run = meta.get("run_id")
+        named = [S.blob_field(c, v) for c, v in checkpoint.get("channel_versions", {}).items()]
         memory = await self._memory()
         await memory._conn.functions.checkpoint_put(
             self.namespace, thread, encoded, memory.principal,
             turns.token_arg(self.namespace, "session", thread), checkpoint_id,
             check.check_id("parent checkpoint id", parent) if parent else "",
             K.encode_part(str(run)) if run else "", S.frame(self.serde, stored),
-            S.frame(self.serde, meta), blobs)
+            S.frame(self.serde, meta), named, blobs)
         return {"configurable": {"thread_id": thread, "checkpoint_ns": cns,
                                  "checkpoint_id": checkpoint_id}}
 
@@ -200,16 +201,24 @@ class RedismemSaver(BaseCheckpointSaver[str]):
     # reads
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """One read (``redismem_checkpoint_get``): the checkpoint, its writes
+        and the channel values it names."""
         thread, cns, encoded = self._args(config)
-        client: Any = (await self._memory()).client
-        checkpoint_id = get_checkpoint_id(config)
-        if not checkpoint_id:
-            newest = await client.zrange(K.checkpoint_ids(self.namespace, thread, encoded), -1, -1)
-            if not newest:
-                return None
-            checkpoint_id = newest[0].decode()
-        found = await self._load(client, thread, cns, [checkpoint_id])
-        return found[0] if found else None
+        checkpoint_id = get_checkpoint_id(config) or ""
+        if checkpoint_id:
+            check.check_id("checkpoint id", checkpoint_id)
+        memory = await self._memory()
+        found = await memory._conn.functions.checkpoint_get(self.namespace, thread, encoded,
+                                                            checkpoint_id)
+        if found is None:
+            return None
+        checkpoint_id, stored, values = found
+        key = K.checkpoint(self.namespace, thread, encoded, checkpoint_id)
+        blobs_key = K.checkpoint_blobs(self.namespace, thread, encoded)
+        return self._tuple(thread, cns, checkpoint_id, key, stored,
+                           S.unframe(self.serde, stored[b"cp"], key),
+                           dict(zip(stored.get(b"bl", b"").decode().split("\n"), values,
+                                    strict=False)), blobs_key)[0]
 
     async def _load(self, client: Any, thread: str, cns: str, ids: Sequence[str]
                     ) -> list[CheckpointTuple]:
@@ -239,19 +248,28 @@ class RedismemSaver(BaseCheckpointSaver[str]):
             blobs = await pipe.execute()
         tuples: list[tuple[CheckpointTuple, dict[str, str]]] = []
         for (checkpoint_id, key, stored, checkpoint), values in zip(loaded, blobs, strict=True):
-            channels = list(checkpoint.get("channel_versions", {}))
-            checkpoint["channel_values"] = {
-                channel: S.unframe(self.serde, value, blobs_key)
-                for channel, value in zip(channels, values, strict=False)
-                if value is not None and value != S.EMPTY}
-            parent = stored.get(b"parent", b"").decode()
-            tuples.append((CheckpointTuple(
-                config=_config(thread, cns, checkpoint_id), checkpoint=checkpoint,
-                metadata=S.unframe(self.serde, stored[b"md"], key),
-                parent_config=_config(thread, cns, parent) if parent else None,
-                pending_writes=S.pending_writes(self.serde, stored, key)),
-                S.task_paths(stored)))
+            fields = [S.blob_field(c, v) for c, v in checkpoint.get("channel_versions", {}).items()]
+            tuples.append(self._tuple(thread, cns, checkpoint_id, key, stored, checkpoint,
+                                      dict(zip(fields, values, strict=False)), blobs_key))
         return tuples
+
+    def _tuple(self, thread: str, cns: str, checkpoint_id: str, key: str,
+               stored: dict[bytes, bytes], checkpoint: dict[str, Any],
+               values: dict[str, bytes | None], blobs_key: str
+               ) -> tuple[CheckpointTuple, dict[str, str]]:
+        """A stored checkpoint as LangGraph's tuple (``values``: blob field ->
+        stored value), and its writers' task paths."""
+        checkpoint["channel_values"] = {}
+        for channel, version in checkpoint.get("channel_versions", {}).items():
+            value = values.get(S.blob_field(channel, version))
+            if value is not None and value != S.EMPTY:
+                checkpoint["channel_values"][channel] = S.unframe(self.serde, value, blobs_key)
+        parent = stored.get(b"parent", b"").decode()
+        return (CheckpointTuple(
+            config=_config(thread, cns, checkpoint_id), checkpoint=checkpoint,  # type: ignore[arg-type]
+            metadata=S.unframe(self.serde, stored[b"md"], key),
+            parent_config=_config(thread, cns, parent) if parent else None,
+            pending_writes=S.pending_writes(self.serde, stored, key)), S.task_paths(stored))
 
     async def alist(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
                     before: RunnableConfig | None = None, limit: int | None = None

@@ -44,7 +44,7 @@ from langgraph.store.base import (
 
 from .. import _validate as check
 from .. import limits, now_ms
-from ..errors import ConflictError, InvalidArgumentError
+from ..errors import ConflictError, CorruptEntryError, InvalidArgumentError
 from ..memory import Memory, connect
 from ..scope import MemoryScope
 
@@ -212,6 +212,12 @@ class RedismemStore(BaseStore):
 
     async def _read(self, scope: MemoryScope, names: Sequence[str]) -> dict[str, _Stored]:
         found: dict[str, _Stored] = {}
+        if len(names) == 1:  # one HMGET, no function call
+            with contextlib.suppress(CorruptEntryError):  # a raw write: not an item
+                stored = await scope.get(names[0])
+                if stored.found and isinstance(stored.value, dict) and "value" in stored.value:
+                    found[names[0]] = _Stored(names[0], stored.value, stored.revision)
+            return found
         for first in range(0, len(names), limits.MAX_BATCH):
             chunk = names[first:first + limits.MAX_BATCH]
             for name, stored in (await scope.get_many(chunk)).items():
