@@ -23,7 +23,7 @@ from langgraph.types import Command
 import redismem
 from redismem import keys as K
 from redismem.audit import audit
-from redismem.langgraph import RedismemSaver
+from redismem.langgraph import RedismemSaver, RedismemStore
 
 from .helpers import snapshot
 
@@ -74,7 +74,7 @@ def build(saver):
 
 RESUME = GRAPH + '''
 import asyncio, sys
-from redismem.langgraph import RedismemSaver
+from redismem.langgraph import RedismemSaver, RedismemStore
 
 url, namespace, thread, mode, by = sys.argv[1:6]
 config = {"configurable": {"thread_id": thread}}
@@ -136,7 +136,7 @@ async def test_a_graph_interrupted_in_one_process_resumes_in_another(
 PAUSED = GRAPH + '''
 import asyncio, sys
 import redismem
-from redismem.langgraph import RedismemSaver
+from redismem.langgraph import RedismemSaver, RedismemStore
 
 async def main(url, namespace, thread):
     config = {"configurable": {"thread_id": thread}}
@@ -247,3 +247,30 @@ async def test_bad_checkpoint_input_is_refused_and_changes_nothing(
             await rmem.client.fcall("redismem_checkpoint_put", len(keys), *keys, *args)
     assert await snapshot(rmem) == before
     await saver.aput(config, checkpoint, {}, {})
+
+
+async def test_roles_a_writer_and_an_admin_checkpoint_a_reader_reads_a_worker_cannot(
+        redis_server: Any) -> None:
+    from .test_access import role_user
+
+    checkpoint = {**empty_checkpoint(), "channel_values": {"a": 1}, "channel_versions": {"a": 1}}
+    config: Any = {"configurable": {"thread_id": "t1", "checkpoint_ns": "sub"}}
+    for role in ("writer", "admin"):
+        async with role_user(redis_server, role, "lgacl") as (ns, url, _):
+            async with RedismemSaver(url=url, namespace=ns) as saver:
+                stored = await saver.aput(config, checkpoint, {"run_id": "r"}, {"a": 1})
+                await saver.aput_writes(stored, [("a", 2)], "task")
+                assert (await saver.aget_tuple(config)).pending_writes == [("task", "a", 2)]
+                await saver.aprune(["t1"])
+                await saver.adelete_for_runs(["r"])
+                assert await saver.aget_tuple(config) is None
+            async with RedismemStore(url=url, namespace=ns) as store:
+                await store.aput(("a", "b"), "k", {"v": 1})
+                assert (await store.aget(("a", "b"), "k")).value == {"v": 1}
+    for role in ("reader", "worker"):
+        async with role_user(redis_server, role, "lgacl") as (ns, url, _), \
+                RedismemSaver(url=url, namespace=ns) as saver:
+            with pytest.raises(redismem.PermissionDeniedError):
+                await saver.aput(config, checkpoint, {}, {"a": 1})
+            if role == "reader":
+                assert await saver.aget_tuple(config) is None
