@@ -380,7 +380,9 @@ _FAMILY_WORDS = {"feed": "the change feed", "seq": "the change feed", "feedsz": 
                  "ltm": "the long-term memories", "ltmz": "the long-term memories",
                  "ltmusers": "the long-term memories", "ltmdim": "the long-term memories",
                  "cfg": "the settings", "idx": "the search indexes", "scopes": "the scope registry",
-                 "turns": "the turn registry", "who": "a principal's request records"}
+                 "turns": "the turn registry", "who": "a principal's request records",
+                 "lgt": "the LangGraph checkpoints", "lgr": "the LangGraph checkpoints",
+                 "lgthreads": "the LangGraph checkpoints"}
 
 
 def describe(key: str) -> str:

@@ -270,7 +270,8 @@ async def test_roles_a_writer_and_an_admin_checkpoint_a_reader_reads_a_worker_ca
     for role in ("reader", "worker"):
         async with role_user(redis_server, role, "lgacl") as (ns, url, _), \
                 RedismemSaver(url=url, namespace=ns) as saver:
-            with pytest.raises(redismem.PermissionDeniedError):
+            with pytest.raises(redismem.PermissionDeniedError) as denied:
                 await saver.aput(config, checkpoint, {}, {"a": 1})
+            assert f"the LangGraph checkpoints of namespace {ns}" in str(denied.value)
             if role == "reader":
                 assert await saver.aget_tuple(config) is None
