@@ -439,6 +439,9 @@ class ExportSummary:
     namespace: str
     exported: dict[str, int] = field(default_factory=dict)
     records: int = 0
+    not_exported: dict[str, int] = field(default_factory=dict)
+    """What the export format does not carry yet, and how much of it the
+    namespace holds: ``langgraph_threads`` (LangGraph checkpoints)."""
 
 
 async def export_namespace(mem: Memory, write: Callable[[str], Any],
@@ -463,4 +466,7 @@ async def export_namespace(mem: Memory, write: Callable[[str], Any],
                     summary.exported.get(record["type"], 0) + items(record))
             if progress:
                 progress(1)
+        threads = await _redis(mem).zcard(K.checkpoint_threads(mem.namespace))
+        if threads:
+            summary.not_exported["langgraph_threads"] = threads
     return summary

@@ -275,3 +275,23 @@ async def test_roles_a_writer_and_an_admin_checkpoint_a_reader_reads_a_worker_ca
             assert f"the LangGraph checkpoints of namespace {ns}" in str(denied.value)
             if role == "reader":
                 assert await saver.aget_tuple(config) is None
+
+
+async def test_an_export_says_it_leaves_the_checkpoints_out(rmem: redismem.Memory,
+                                                             redis_url: str) -> None:
+    import io
+
+    from redismem import transfer
+
+    from .test_cli import run_script
+
+    saver = RedismemSaver(rmem)
+    config: Any = {"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}
+    await saver.aput(config, {**empty_checkpoint(), "channel_values": {}}, {}, {})
+    await rmem.session("s").set("k", 1)
+    summary = await transfer.export_namespace(rmem, io.StringIO().write)
+    assert summary.exported == {"value": 1} and summary.not_exported == {"langgraph_threads": 1}
+    done = await asyncio.to_thread(run_script, "export", "--namespace", rmem.namespace, "-o",
+                                   "/dev/null", url=redis_url)
+    assert "NOT exported (the export format does not carry them yet): the checkpoints of 1 " \
+           "LangGraph thread(s)" in done.stderr + done.stdout, done

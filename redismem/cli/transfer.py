@@ -80,10 +80,14 @@ def export_cmd(url: str | None, namespace: str, output: str, keep_raw: bool,
         if partial is not None:
             partial.unlink(missing_ok=True)
     data = {"namespace": summary.namespace, "output": output, "records": summary.records,
-            "exported": summary.exported}
+            "exported": summary.exported, "not_exported": summary.not_exported}
     line = (json.dumps(data, sort_keys=True) if as_json
             else f"exported {summary.records} records of {summary.namespace}: "
                  f"{_counts(summary.exported)}")
+    if summary.not_exported and not as_json:
+        line += ("; NOT exported (the export format does not carry them yet): "
+                 f"the checkpoints of {summary.not_exported['langgraph_threads']} LangGraph "
+                 "thread(s)")
     click.echo(line, err=to_stdout)
 
 
