@@ -12,8 +12,6 @@ the bytes LangGraph's serializer makes, never as checked JSON.
 
 from __future__ import annotations
 
-import asyncio
-import os
 import random
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
@@ -35,8 +33,9 @@ from .. import _validate as check
 from .. import keys as K
 from .. import limits, turns
 from ..errors import InvalidArgumentError
-from ..memory import Memory, connect
+from ..memory import Memory
 from . import _stored as S
+from ._connections import Connections, Lifecycle
 
 _PAGE = 100
 """Checkpoints read per round trip by list."""
@@ -44,7 +43,7 @@ _DROP = limits.MAX_EVENTS_PER_CALL
 """Checkpoints one delete call removes at most."""
 
 
-class RedismemSaver(BaseCheckpointSaver[str]):
+class RedismemSaver(Lifecycle, BaseCheckpointSaver[str]):
     """A LangGraph checkpointer on redismem memory.
 
     ``RedismemSaver(memory)`` uses a connected :class:`~redismem.Memory`
@@ -59,59 +58,12 @@ class RedismemSaver(BaseCheckpointSaver[str]):
                  namespace: str | None = None, serde: SerializerProtocol | None = None,
                  **connect_options: Any) -> None:
         super().__init__(serde=serde)
-        if memory is not None and (url is not None or namespace is not None):
-            raise InvalidArgumentError("give a Memory, or a url and a namespace, not both")
-        self._given = memory
-        self.url = url if url is not None else os.environ.get("REDISMEM_URL")
-        self.namespace = memory.namespace if memory is not None else check.check_id(
-            "namespace", namespace or "default")
-        self._options = connect_options
-        self._memories: dict[asyncio.AbstractEventLoop, Memory] = {}
-        self._runner: Any = None
+        self._connections = Connections(memory, url, namespace, connect_options, "RedismemSaver")
+        self.namespace = self._connections.namespace
 
     @classmethod
     def from_url(cls, url: str, *, namespace: str = "default", **options: Any) -> RedismemSaver:
         return cls(url=url, namespace=namespace, **options)
-
-    async def asetup(self) -> None:
-        """Connect now (and load the Lua library when the server lacks it)."""
-        await self._memory()
-
-    def setup(self) -> None:
-        self._sync(self.asetup())
-
-    async def aclose(self) -> None:
-        """Close the connections this saver opened (not a given Memory), each
-        on its own event loop."""
-        memories, self._memories = self._memories, {}
-        runner, self._runner = self._runner, None
-        current = asyncio.get_running_loop()
-        for loop, memory in memories.items():
-            if memory is self._given:
-                continue
-            if loop is current:
-                await memory.close()
-            elif runner is not None and loop is runner.loop:
-                await asyncio.to_thread(runner.run, memory.close())
-        if runner is not None:
-            runner.close()
-
-    def close(self) -> None:
-        """Close the connection of the sync methods (``aclose`` closes all)."""
-        runner, self._runner = self._runner, None
-        if runner is None:
-            return
-        memory = self._memories.pop(runner.loop, None)
-        if memory is not None and memory is not self._given:
-            runner.run(memory.close())
-        runner.close()
-
-    async def __aenter__(self) -> RedismemSaver:
-        await self.asetup()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
     def turn(self, thread_id: str, ttl_seconds: float = 30, *,
              wait_seconds: float | None = None) -> SaverTurn:
@@ -125,26 +77,10 @@ class RedismemSaver(BaseCheckpointSaver[str]):
     # connections
 
     async def _memory(self) -> Memory:
-        loop = asyncio.get_running_loop()
-        memory = self._memories.get(loop)
-        if memory is None:
-            if self._given is not None and (self._runner is None or loop is not self._runner.loop):
-                memory = self._given
-            else:
-                memory = await connect(self.url, namespace=self.namespace, **self._options)
-            self._memories[loop] = memory
-        return memory
+        return await self._connections.memory()
 
     def _sync(self, coro: Any) -> Any:
-        if self._given is not None and self.url is None:
-            coro.close()
-            raise InvalidArgumentError("a RedismemSaver made from a Memory serves the async "
-                                       "methods; for sync ones (invoke) give a url")
-        if self._runner is None:
-            from ..sync import _Runner
-
-            self._runner = _Runner()
-        return self._runner.run(coro)
+        return self._connections.run(coro)
 
     # writes
 

@@ -15,10 +15,8 @@ namespace's vector index.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import math
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -45,8 +43,9 @@ from langgraph.store.base import (
 from .. import _validate as check
 from .. import limits, now_ms
 from ..errors import ConflictError, CorruptEntryError, InvalidArgumentError
-from ..memory import Memory, connect
+from ..memory import Memory
 from ..scope import MemoryScope
+from ._connections import Connections, Lifecycle
 
 DEFAULT_WORKFLOW = "langgraph-store"
 
@@ -78,7 +77,7 @@ def split_key(name: str) -> tuple[tuple[str, ...], str]:
     return tuple(_unlabel(label) for label in head.split(".")), key
 
 
-class RedismemStore(BaseStore):
+class RedismemStore(Lifecycle, BaseStore):
     """A LangGraph store on redismem memory.
 
     ``RedismemStore(memory)`` uses a connected :class:`~redismem.Memory`
@@ -93,16 +92,9 @@ class RedismemStore(BaseStore):
     def __init__(self, memory: Memory | None = None, *, url: str | None = None,
                  namespace: str | None = None, workflow: str = DEFAULT_WORKFLOW,
                  index: IndexConfig | None = None, **connect_options: Any) -> None:
-        if memory is not None and (url is not None or namespace is not None):
-            raise InvalidArgumentError("give a Memory, or a url and a namespace, not both")
-        self._given = memory
-        self.url = url if url is not None else os.environ.get("REDISMEM_URL")
-        self.namespace = memory.namespace if memory is not None else check.check_id(
-            "namespace", namespace or "default")
+        self._connections = Connections(memory, url, namespace, connect_options, "RedismemStore")
+        self.namespace = self._connections.namespace
         self.workflow = check.check_id("workflow id", workflow)
-        self._options = connect_options
-        self._memories: dict[asyncio.AbstractEventLoop, Memory] = {}
-        self._runner: Any = None
         self.index_config = dict(index) if index else None
         self.embeddings = ensure_embeddings(index.get("embed")) if index else None
         self._fields = [(p, tokenize_path(p) if p != "$" else p)
@@ -112,65 +104,13 @@ class RedismemStore(BaseStore):
     def from_url(cls, url: str, *, namespace: str = "default", **options: Any) -> RedismemStore:
         return cls(url=url, namespace=namespace, **options)
 
-    # connections (as RedismemSaver)
+    # connections
 
     async def _scope(self) -> MemoryScope:
-        loop = asyncio.get_running_loop()
-        memory = self._memories.get(loop)
-        if memory is None:
-            if self._given is not None and (self._runner is None or loop is not self._runner.loop):
-                memory = self._given
-            else:
-                memory = await connect(self.url, namespace=self.namespace, **self._options)
-            self._memories[loop] = memory
-        return memory.workflow(self.workflow)
-
-    async def asetup(self) -> None:
-        await self._scope()
-
-    def setup(self) -> None:
-        self._sync(self.asetup())
-
-    async def aclose(self) -> None:
-        memories, self._memories = self._memories, {}
-        runner, self._runner = self._runner, None
-        current = asyncio.get_running_loop()
-        for loop, memory in memories.items():
-            if memory is self._given:
-                continue
-            if loop is current:
-                await memory.close()
-            elif runner is not None and loop is runner.loop:
-                await asyncio.to_thread(runner.run, memory.close())
-        if runner is not None:
-            runner.close()
-
-    def close(self) -> None:
-        runner, self._runner = self._runner, None
-        if runner is None:
-            return
-        memory = self._memories.pop(runner.loop, None)
-        if memory is not None and memory is not self._given:
-            runner.run(memory.close())
-        runner.close()
-
-    async def __aenter__(self) -> RedismemStore:
-        await self.asetup()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
+        return (await self._connections.memory()).workflow(self.workflow)
 
     def _sync(self, coro: Any) -> Any:
-        if self._given is not None and self.url is None:
-            coro.close()
-            raise InvalidArgumentError("a RedismemStore made from a Memory serves the async "
-                                       "methods; for sync ones give a url")
-        if self._runner is None:
-            from ..sync import _Runner
-
-            self._runner = _Runner()
-        return self._runner.run(coro)
+        return self._connections.run(coro)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         return self._sync(self.abatch(list(ops)))  # type: ignore[no-any-return]
