@@ -240,7 +240,7 @@ async def test_bad_checkpoint_input_is_refused_and_changes_nothing(
             ([*good[:8], b"no frame", *good[9:]], "the checkpoint must be"),
             ([*good[:10], "ch:1\n\nch:2"], "the blob fields are"),
             ([*good[:10], "ch"], "a blob field is"),
-            ([*good, "ch:1"], "blobs come in pairs"),
+            ([*good, "ch:1"], r"items come as blob field, value \(2 arguments each\)"),
             ([*good, "ch", b"json\n1"], "a blob field is"),
             ([*good[:4], "7", *good[5:]], "STALE_TURN|never issued")):
         with pytest.raises(redis.ResponseError, match=message):

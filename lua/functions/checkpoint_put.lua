@@ -26,12 +26,7 @@
 local function checkpoint_put(keys, args)
   count_args(args, 11, 'namespace, thread id, checkpoint namespace, principal, turn token, '
              .. 'checkpoint id, parent id, run id, checkpoint, metadata, blob fields, then blobs')
-  if (#args - 11) % 2 ~= 0 then
-    fail('INVALID_ARGUMENT', 'blobs come in pairs of field and value, got ' .. (#args - 11) .. ' arguments')
-  end
-  if (#args - 11) / 2 > LIMITS.max_batch then
-    fail('INVALID_ARGUMENT', 'at most ' .. LIMITS.max_batch .. ' blobs per checkpoint')
-  end
+  item_count(args, 11, 2, 'blob field, value', true)
   local t, w = CP.call(keys, args, 8)
   local id = check_id('checkpoint id', args[6])
   local parent = args[7] ~= '' and check_id('parent checkpoint id', args[7]) or ''

@@ -24,13 +24,7 @@
 local function checkpoint_writes(keys, args)
   count_args(args, 8, 'namespace, thread id, checkpoint namespace, principal, turn token, '
              .. 'checkpoint id, task id, task path, then writes')
-  if (#args - 8) % 3 ~= 0 then
-    fail('INVALID_ARGUMENT', 'writes come in triples of index, channel and value, got '
-         .. (#args - 8) .. ' arguments')
-  end
-  if (#args - 8) / 3 > LIMITS.max_batch then
-    fail('INVALID_ARGUMENT', 'at most ' .. LIMITS.max_batch .. ' writes per call')
-  end
+  item_count(args, 8, 3, 'write index, channel, value', true)
   local t, w = CP.call(keys, args, 6)
   local id = check_id('checkpoint id', args[6])
   CP.decode('the task id', args[7])

@@ -186,10 +186,10 @@ local function parse_cursor(text)
 end
 
 -- How many fixed-width items follow ARGV[first]: `width` arguments each,
--- 1..max_batch of them.
-local function item_count(args, first, width, what)
+-- 1..max_batch of them (0..max_batch with `none_ok`).
+local function item_count(args, first, width, what, none_ok)
   local extra = #args - first
-  if extra % width ~= 0 or extra == 0 then
+  if extra % width ~= 0 or (extra == 0 and not none_ok) then
     fail('INVALID_ARGUMENT', 'items come as ' .. what .. ' (' .. width .. ' arguments each); got '
          .. extra .. ' arguments')
   end
