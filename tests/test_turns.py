@@ -563,7 +563,9 @@ async def main(url, ns, name, turns, pause_at):
     async with await redismem.connect(url, namespace=ns, principal=name) as mem:
         scope = mem.session("fleet")
         done = 0
-        for i in range(turns):
+        print("ready", flush=True)  # all start together: a late starter would
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)  # find
+        for i in range(turns):  # the others done, and none to take its lapsed turn
             try:
                 async with scope.turn(ttl_seconds=1, wait_seconds=60) as turn:
                     await scope.append("log", [turn.token, name, "enter"])
@@ -599,12 +601,20 @@ async def test_a_fleet_of_four_with_one_paused_loses_nothing(rmem: redismem.Memo
     paused = workers["w0"]
     assert paused.stdout is not None and paused.stdin is not None
     try:
+        for w in workers.values():
+            assert w.stdout is not None and w.stdin is not None
+            assert await asyncio.to_thread(w.stdout.readline) == "ready\n"
+        for w in workers.values():
+            w.stdin.write("go\n")
+            w.stdin.flush()
         line = await asyncio.to_thread(paused.stdout.readline)
         assert line.startswith("pause "), line
         token = int(line.split()[1])
         os.kill(paused.pid, signal.SIGSTOP)
         key = K.turn(rmem.namespace, "session", "fleet")
+        deadline = asyncio.get_running_loop().time() + 60
         while int(await rmem.client.hget(key, "token") or 0) <= token:  # another took it
+            assert asyncio.get_running_loop().time() < deadline, "no worker took the turn"
             await asyncio.sleep(0.01)
         os.kill(paused.pid, signal.SIGCONT)
         paused.stdin.write("go\n")
