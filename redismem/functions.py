@@ -298,6 +298,20 @@ class Functions:
         triples) or ``redismem_set_vectors`` ((key, float32 bytes, metadata
         JSON, expected) quadruples): the revision of each item. ``token``:
         the writer's turn token in the scope ("" = none)."""
+        return await self._set(_SET[kind], kind, ns, scope, sid, ttl, principal, items, token)
+
+    async def put_items(self, ns: str, scope: str, sid: str, ttl: str, principal: str,
+                        items: Sequence[Sequence[str]], token: str = "") -> list[int]:
+        """``redismem_put_items``: ``set_items`` of values that are LangGraph
+        store items ((key, json, expected) triples, each JSON starting with
+        its ``created_at``), each keeping the created_at of the item it
+        replaces."""
+        return await self._set("redismem_put_items", "value", ns, scope, sid, ttl, principal,
+                               items, token)
+
+    async def _set(self, fname: str, kind: K.Kind, ns: str, scope: str, sid: str, ttl: str,
+                   principal: str, items: Sequence[Sequence[str | bytes]], token: str
+                   ) -> list[int]:
         keys = [*K.scope_writes(ns, kind, scope, sid, principal),
                 *_dimensions(ns, kind, scope, sid),
                 *(K.entry(ns, kind, scope, sid, str(item[0])) for item in items)]
@@ -306,7 +320,7 @@ class Functions:
             args.extend(item)
         only = str(items[0][0]) if len(items) == 1 else None
         try:
-            reply = await self._call(_SET[kind], keys, args, key=only)
+            reply = await self._call(fname, keys, args, key=only)
         except ConflictError as exc:
             if exc.key is None:
                 exc.key = _conflicting([str(item[0]) for item in items], str(exc))

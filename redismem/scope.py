@@ -189,6 +189,21 @@ class MemoryScope:
         return {key: MemoryValue(value, revision, True)
                 for (key, value), revision in zip(mapping.items(), revisions, strict=True)}
 
+    async def _put_items(self, mapping: Mapping[str, dict[str, Any]], *,
+                         ttl_seconds: float | None = None, persist: bool = False) -> list[int]:
+        """Write LangGraph store items (:mod:`redismem.langgraph.store`):
+        ``set_many(mapping, atomic=False)`` for objects whose first key is
+        ``created_at``, each keeping the ``created_at`` of the item it
+        replaces, read on the server (no read before the write)."""
+        ttl = check.ttl_arg(ttl_seconds, persist)
+        items = [(check.check_key(key), check.canonical_json(value, self._conn.max_value_bytes), "")
+                 for key, value in mapping.items()]
+        revisions: list[int] = []
+        for part in self._calls(items, "value", limits.MAX_BATCH, False):
+            revisions += await self._conn.functions.put_items(
+                *self._scope_args(), ttl, self._conn.principal, part, self._token())
+        return revisions
+
     def _calls(self, items: list[Any], kind: KeyKind, max_items: int, atomic: bool
                ) -> list[list[Any]]:
         """``items`` as one call, or (not ``atomic``) as calls within

@@ -152,6 +152,42 @@ async def test_items_keep_their_creation_time_and_expire(rmem: redismem.Memory) 
                                                       "langgraph-store", "t/k")) == -1
 
 
+async def test_the_server_keeps_an_items_created_at_and_refuses_other_json(
+        rmem: redismem.Memory) -> None:
+    """A put is one call (redismem_put_items): the server keeps the stored
+    item's created_at over the one sent, and refuses JSON that is not an
+    item, or an item its created_at would take over max_value_bytes,
+    changing nothing."""
+    store = RedismemStore(rmem)
+    await store.aput(("t",), "k", {"v": 1})
+    scope = rmem.workflow("langgraph-store")
+    first = await scope.get("t/k")
+    created = first.value["created_at"]
+    assert created > 10**12
+    put = rmem._conn.functions.put_items
+    args = (rmem.namespace, "workflow", "langgraph-store", "KEEPTTL", "tester")
+    await put(*args, [("t/k", '{"created_at":1,"updated_at":2,"value":{"v":2}}', "")])
+    second = await scope.get("t/k")
+    assert second.value == {"created_at": created, "updated_at": 2, "value": {"v": 2}}
+    event = (await rmem.changes(after=0)).items[-1]
+    assert event.key == "t/k" and event.value == second.value
+    await scope.set("raw", [1])  # not an item: nothing to keep
+    await put(*args, [("raw", '{"created_at":7,"value":{}}', "")])
+    assert (await scope.get("raw")).value == {"created_at": 7, "value": {}}
+    seq = (await rmem.changes(after=0)).items[-1].sequence
+    for bad in ('{"value":{},"created_at":1}', '[1]', '{"a":1,"created_at":1}',
+                '{"created_at":-1,"value":{}}', '{"created_at":1.5,"value":{}}'):
+        with pytest.raises(redismem.errors.InvalidValueError, match="created_at"):
+            await put(*args, [("t/k", bad, "")])
+    await rmem.configure(max_value_bytes=1024)
+    fits = '{"created_at":1,"value":"' + "x" * 997 + '"}'
+    assert len(fits) == 1024
+    with pytest.raises(redismem.errors.ValueTooLargeError, match="created_at"):
+        await put(*args, [("t/k", fits, "")])
+    assert await scope.get("t/k") == second
+    assert (await rmem.changes(after=0)).items[-1].sequence == seq
+
+
 def test_item_keys_are_one_to_one() -> None:
     for ns, key in ((("a", "b"), "c"), (("a/b",), "c"), (("a",), "b/c"), (("%2F",), "k"),
                     (("x.y" .replace(".", ""),), "a.b")):

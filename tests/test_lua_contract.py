@@ -15,6 +15,7 @@ import pytest
 import redis
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.base.id import uuid6
+from langgraph.store.base import PutOp
 
 import redismem
 from redismem import _validate as check
@@ -23,7 +24,7 @@ from redismem import keys as K
 from redismem.client import open_client
 from redismem.errors import BY_CODE
 from redismem.functions import Functions
-from redismem.langgraph import RedismemSaver
+from redismem.langgraph import RedismemSaver, RedismemStore
 from redismem.library import assemble, ensure_library
 from redismem.repair import repair_feed
 from redismem.server import EmbeddedServer
@@ -125,6 +126,9 @@ async def call_every_function(rmem: redismem.Memory, redis_url: str, tmp_path: P
             await saver.aput_writes(config, [("a", 2)], "task-1")
             assert (await saver.aget_tuple(config)).checkpoint["channel_values"] == {"a": 1}
         await saver.adelete_thread(thread)
+    store = RedismemStore(rmem)
+    await store.aput(("lg",), "k", {"a": 1})  # one item, then two
+    await store.abatch([PutOp(("lg",), "k", {"a": 2}), PutOp(("lg",), "k2", {"a": 3})])
     async with redismem.RedisMemoryStore(redis_url, namespace=rmem.namespace) as store:
         store.memory._conn.functions = recording
         event = redismem.MemoryEvent("e1", "t1", None, "message", 1, {})
@@ -155,7 +159,8 @@ async def test_python_wrappers_pass_the_keys_the_headers_list(rmem: redismem.Mem
         fixed, variadic = header_keys(path)
         counts = recording.calls[f"redismem_{path.stem}"]
         if variadic:  # one more key per item: the calls above had 1 item, then 2 or 3
-            items = {"get_values": [1, 3], "get_vectors": [1], "import_values": [5],
+            # import_values: the session scope's 5 values, the store's 2 items
+            items = {"get_values": [1, 3], "get_vectors": [1], "import_values": [5, 2],
                      "import_vectors": [2]}.get(path.stem, [1, 2])
             assert counts == [fixed + n for n in items], path.name
         else:

@@ -4,10 +4,12 @@
   same steps for both kinds; what differs is in ENTRY_KINDS: the item's
   own arguments (a value: its JSON; a vector: its embedding and metadata),
   the extra key a vector write passes (the scope's dimensions hash, after
-  the fixed keys) and the dimension counts it keeps.                    ]]
+  the fixed keys) and the dimension counts it keeps. A LangGraph store
+  item (put_items) is a value that keeps its created_at across writes.  ]]
 
 local ENTRY_KINDS = {
   value = {
+    kind = 'value',
     schema = function(c, key) return SCHEMA.value(c, key) end,
     what = 'value',
     width = 1,      -- the item's own arguments, between its key and the rest
@@ -24,6 +26,7 @@ local ENTRY_KINDS = {
     finish = function() end,
   },
   vector = {
+    kind = 'vector',
     schema = function(c, key) return SCHEMA.vector(c, key) end,
     what = 'embedding, metadata',
     width = 2,
@@ -47,12 +50,52 @@ local ENTRY_KINDS = {
   },
 }
 
--- set_values / set_vectors: ARGV = namespace, scope, scope id, ttl,
+-- A LangGraph store item (put_items): a value whose canonical JSON
+-- starts with its created_at (the first of its keys created_at, ttl,
+-- updated_at, value); a write over a stored item keeps the stored
+-- created_at, read by a pattern anchored at the start.
+do
+  local ITEM_CREATED = '^{"created_at":(%d+),'
+  ENTRY_KINDS.item = {
+    kind = 'value',
+    schema = function(c, key) return SCHEMA.value(c, key) end,
+    what = 'item JSON',
+    width = 1,
+    extra_keys = 0,
+    begin = function() return {} end,
+    read = function(_, w, args, at)
+      local json = check_json(args[at], w.settings.max_value_bytes)
+      if not string.find(json, ITEM_CREATED) then
+        fail('INVALID_JSON', 'an item is a JSON object whose first key is created_at, '
+             .. 'an integer of milliseconds')
+      end
+      return {fields = {'v', json}, event = json, limit = w.settings.max_value_bytes}
+    end,
+    current = function(_, item)
+      local stored = redis.call('HMGET', item.entry_key, 'rev', 'v')
+      local created = stored[2] and string.match(stored[2], ITEM_CREATED)
+      if created then
+        local json = string.gsub(item.event, ITEM_CREATED, '{"created_at":' .. created .. ',', 1)
+        if #json > item.limit then
+          fail('VALUE_TOO_LARGE', 'the item with its stored created_at is ' .. #json
+               .. ' bytes, over max_value_bytes (' .. item.limit .. ')')
+        end
+        item.fields[2], item.event = json, json
+      end
+      return tonumber(stored[1]) or 0
+    end,
+    stored = function() end,
+    finish = function() end,
+  }
+end
+
+-- set_values / set_vectors / put_items: ARGV = namespace, scope, scope id, ttl,
 -- principal, request id, turn token, then per item: key, its own
 -- arguments, expected revision. KEYS = the scope writer's seven, the
 -- kind's extra, the entries.
 local function set_entries(keys, args, kind, fname)
   local spec = ENTRY_KINDS[kind]
+  kind = spec.kind
   local width = spec.width + 2
   count_args(args, 7 + width, 'namespace, scope, scope id, ttl, principal, request id, turn token, '
              .. 'then key, ' .. spec.what .. ', expected revision')

@@ -174,7 +174,6 @@ class RedismemStore(Lifecycle, BaseStore):
         kept = {name: op for name, op in puts.items() if op.value is not None}
         if not kept:
             return
-        before = await self._read(scope, sorted(kept))
         now = now_ms()
         by_ttl: dict[float | None, dict[str, Any]] = {}
         for name, op in kept.items():
@@ -182,17 +181,15 @@ class RedismemStore(Lifecycle, BaseStore):
             if ttl is not None and (not isinstance(ttl, int | float) or not ttl > 0
                                     or not math.isfinite(ttl)):
                 raise InvalidArgumentError(f"ttl must be a positive number of minutes, got {ttl!r}")
-            old = before.get(name)
-            stored: dict[str, Any] = {
-                "value": dict(op.value),  # type: ignore[arg-type]
-                "created_at": old.stored.get("created_at", now) if old else now,
-                "updated_at": now}
+            # created_at: the server keeps the stored item's (one call, no read)
+            stored: dict[str, Any] = {"value": dict(op.value),  # type: ignore[arg-type]
+                                      "created_at": now, "updated_at": now}
             if ttl is not None:
                 stored["ttl"] = ttl
             by_ttl.setdefault(ttl, {})[name] = stored
         for ttl, mapping in by_ttl.items():
-            await scope.set_many(mapping, atomic=False, persist=ttl is None,
-                                 ttl_seconds=ttl * 60 if ttl is not None else None)
+            await scope._put_items(mapping, persist=ttl is None,
+                                   ttl_seconds=ttl * 60 if ttl is not None else None)
         if self.embeddings is not None:
             await self._index(scope, kept)
 
