@@ -67,6 +67,9 @@ def _depth_and_strings(value: Any) -> None:
 
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float,
                             parse_int=_finite_int)
+_SCAN = _DECODER.scan_once  # type: ignore[attr-defined]
+"""The decoder's scanner: what ``decode`` runs, without its two whitespace
+matches (canonical JSON has no whitespace; other texts take ``decode``)."""
 
 
 def loads(raw: bytes | str) -> Any:
@@ -78,7 +81,12 @@ def loads(raw: bytes | str) -> Any:
     """
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-        value = _DECODER.decode(text)
+        try:
+            value, end = _SCAN(text, 0)
+        except (StopIteration, json.JSONDecodeError):
+            end = -1
+        if end != len(text):  # whitespace, trailing data or an error: decode says which
+            value = _DECODER.decode(text)
         # without escapes no string can hold a lone surrogate (valid UTF-8
         # has none), and without that many brackets nothing is too deep
         if "\\u" in text or text.count("[") + text.count("{") > MAX_DEPTH:

@@ -80,6 +80,9 @@ def check_id(what: str, text: object) -> str:
 
 def check_key(key: object) -> str:
     """Return ``key`` if it is a valid key: 1..512 bytes, no control characters."""
+    if isinstance(key, str) and key.isascii() and key.isprintable() and \
+            0 < len(key) <= limits.MAX_KEY_BYTES:
+        return key  # printable ASCII: the common case (ASCII has no format characters)
     if not isinstance(key, str) or not key:
         raise InvalidKeyError(f"key must be a non-empty string, got {key!r}")
     size = utf8_size(key, InvalidKeyError, "key")

@@ -226,6 +226,20 @@ def raw_cases(ns: str) -> list[tuple[list[Any], str]]:
         (["redismem_get_values", 1, K.value(ns, "session", "a b", "k")], "INVALID_ID"),
         (["redismem_get_values", 1, K.value(ns, "global", "x", "k")], "INVALID_ID"),
         (["redismem_get_values", 1, K.value(ns, "session", "s", "")], "INVALID_KEY"),
+        # a batch checks its first key in full, then each other key's own part
+        *((["redismem_get_values", 2, K.value(ns, "session", "s", "k"),
+            K.value(ns, "session", "s", "k") + tail], "INVALID_KEY")
+          for tail in ("\x01", "\x7f", "x" * 512, "\u200b")),
+        (["redismem_get_values", 2, K.value(ns, "session", "s", "k"),
+          K.value(ns, "session", "s", "k").encode() + b"\xff"], "INVALID_KEY"),
+        (["redismem_get_values", 2, K.value(ns, "session", "s", "k"),
+          K.value(ns, "session", "s", "")], "INVALID_KEY"),
+        (["redismem_get_values", 2, K.value(ns, "session", "s", "k"),
+          K.value(ns, "session", "a b", "k")], "INVALID_ID"),
+        (["redismem_get_values", 2, K.value(ns, "session", "s", "k"),
+          K.names(ns, "value", "session", "s")], "INVALID_ARGUMENT"),
+        (["redismem_get_vectors", 2, K.vector(ns, "session", "s", "k"),
+          K.vector(ns, "session", "s", "k\x01")], "INVALID_KEY"),
     ]
 
 

@@ -13,8 +13,9 @@ local function get_values(keys, args)
   if #args > 0 then
     fail('INVALID_ARGUMENT', 'takes no arguments besides its keys, got ' .. #args)
   end
+  local known
   for i = 1, #keys do
-    check_item_key(keys[i], 'val')
+    known = check_item_key(keys[i], 'val', known)
   end
   local reply = {}
   for i = 1, #keys do

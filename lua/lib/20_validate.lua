@@ -94,6 +94,9 @@ local function check_key(text)
   if #text > LIMITS.max_key_bytes then
     fail('INVALID_KEY', 'key is ' .. #text .. ' bytes, the limit is ' .. LIMITS.max_key_bytes)
   end
+  if not string.find(text, '[%c\128-\255]') then
+    return text -- printable ASCII: the common case
+  end
   if string.find(text, '%c') then
     fail('INVALID_KEY', 'key must not contain control characters, got ' .. show(text))
   end

@@ -57,8 +57,15 @@ local function expect_key(keys, slot, wanted)
   return wanted
 end
 
--- Check a value or vector key rm:{<ns>}:<val|vec>:<scope>:<sid>:<key> part by part.
-local function check_item_key(name, tag)
+-- Check a value or vector key rm:{<ns>}:<val|vec>:<scope>:<sid>:<key> part
+-- by part; returns its prefix (all but <key>). `known`: the prefix of a key
+-- checked before, so a batch of one scope's keys checks each key's own
+-- part only.
+local function check_item_key(name, tag, known)
+  if known and #name > #known and #name - #known <= LIMITS.max_key_bytes
+      and string.find(name, known, 1, true) == 1 and not string.find(name, '[%c\128-\255]') then
+    return known -- its key is 1..max_key_bytes of printable ASCII
+  end
   local ns, scope, sid, key = string.match(name, '^rm:{([^{}]*)}:' .. tag .. ':([^:]*):([^:]*):(.*)$')
   if not ns then
     fail('INVALID_ARGUMENT', 'not a ' .. tag .. ' key (rm:{<ns>}:' .. tag .. ':<scope>:<sid>:<key>): '
@@ -66,4 +73,5 @@ local function check_item_key(name, tag)
   end
   scope_args({ns, scope, sid}, 1)
   check_key(key)
+  return string.sub(name, 1, #name - #key)
 end

@@ -58,17 +58,25 @@ def _unlabel(text: str) -> str:
     return text.replace("%2F", "/").replace("%25", "%")
 
 
-def item_key(namespace: tuple[str, ...], key: str) -> str:
-    """The redismem key of an item (see the module's docstring)."""
-    if not namespace:
-        raise InvalidNamespaceError("Namespace cannot be empty.")
-    for label in namespace:
-        if not isinstance(label, str) or not label or "." in label or "\x00" in label:
-            raise InvalidNamespaceError(f"Invalid namespace label {label!r} in {namespace!r}: "
-                                        "labels are non-empty texts without '.' or NUL")
+def item_key(namespace: tuple[str, ...], key: str,
+             heads: dict[tuple[str, ...], str] | None = None) -> str:
+    """The redismem key of an item (see the module's docstring). ``heads``:
+    the namespaces a batch joined already."""
+    head = heads.get(namespace) if heads is not None else None
+    if head is None:
+        if not namespace:
+            raise InvalidNamespaceError("Namespace cannot be empty.")
+        for label in namespace:
+            if not isinstance(label, str) or not label or "." in label or "\x00" in label:
+                raise InvalidNamespaceError(f"Invalid namespace label {label!r} in "
+                                            f"{namespace!r}: labels are non-empty texts "
+                                            "without '.' or NUL")
+        head = ".".join(map(_label, namespace)) + "/"
+        if heads is not None:
+            heads[namespace] = head
     if not isinstance(key, str):
         raise InvalidArgumentError(f"an item key must be a text, got {key!r}")
-    return ".".join(map(_label, namespace)) + "/" + key
+    return head + key
 
 
 def split_key(name: str) -> tuple[tuple[str, ...], str]:
@@ -122,20 +130,24 @@ class RedismemStore(Lifecycle, BaseStore):
         ops = list(ops)
         scope = await self._scope()
         results: list[Result] = [None] * len(ops)
-        gets = {i: item_key(op.namespace, op.key) for i, op in enumerate(ops)
+        heads: dict[tuple[str, ...], str] = {}
+        gets = {i: item_key(op.namespace, op.key, heads) for i, op in enumerate(ops)
                 if isinstance(op, GetOp)}
         puts: dict[str, PutOp] = {}
         for op in ops:
             if isinstance(op, PutOp):
-                puts[item_key(op.namespace, op.key)] = op
+                puts[item_key(op.namespace, op.key, heads)] = op
             elif not isinstance(op, GetOp | SearchOp | ListNamespacesOp):
                 raise InvalidArgumentError(f"unknown operation {op!r}")
         found = await self._read(scope, sorted(set(gets.values())))
         refresh: dict[str, _Stored] = {}
         for i, name in gets.items():
             got = found.get(name)
-            results[i] = got.item if got else None
-            if got is not None and ops[i].refresh_ttl:  # type: ignore[union-attr]
+            if got is None:
+                continue
+            op = ops[i]
+            results[i] = got.item_at(op.namespace, op.key)  # type: ignore[union-attr]
+            if op.refresh_ttl:  # type: ignore[union-attr]
                 refresh[name] = got
         for i, op in enumerate(ops):
             if isinstance(op, SearchOp):
@@ -311,10 +323,16 @@ class _Stored:
 
     @property
     def item(self) -> Item:
-        namespace, key = split_key(self.name)
+        return self.item_at(*split_key(self.name))
+
+    def item_at(self, namespace: tuple[str, ...], key: str) -> Item:
+        """The item, whose namespace and key are known (its name holds them)."""
+        created, updated = self.stored.get("created_at"), self.stored.get("updated_at")
+        created_at = _time(created)
         return Item(value=self.stored["value"], key=key, namespace=namespace,
-                    created_at=_time(self.stored.get("created_at")),
-                    updated_at=_time(self.stored.get("updated_at")))
+                    created_at=created_at,
+                    updated_at=created_at if updated == created and type(updated) is type(created)
+                    else _time(updated))
 
 
 def _time(ms: object) -> datetime:
