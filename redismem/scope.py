@@ -213,6 +213,13 @@ class MemoryScope:
         functions = self._conn.functions
         budget = functions.max_call_bytes
         ns, scope, sid = self._scope_args()
+        if len(items) <= max_items:
+            # at most 4 bytes a character: most calls fit without counting bytes
+            named = 20 + len(ns) + len(scope) + len(sid)  # an item's key name, but its key
+            chars = 8 * (40 + named + len(self._conn.principal)) + sum(
+                named + 2 * len(item[0]) + sum(map(len, item[1:])) for item in items)
+            if 4 * chars <= budget:
+                return [items]
         fixed = functions.write_overhead(ns, kind, scope, sid, self._conn.principal)
         calls: list[list[Any]] = [[]]
         total = fixed

@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import redismem
-from redismem import demo
+from redismem import demo, limits
 from redismem import keys as K
 from redismem._connection import Connection
+from redismem.functions import request_bytes
 
 from .helpers import revisions_of
 
@@ -234,3 +237,32 @@ async def test_concurrent_updates(mem: redismem.Memory) -> None:
     assert await scope.get("counter") == redismem.MemoryValue(800, 800, True)
     ids = [entry[0] for entry in await mem.client.xrange(K.feed(mem.namespace))]
     assert ids == [f"{n}-0".encode() for n in range(1, 801)]
+
+
+def test_a_split_call_never_exceeds_max_call_bytes() -> None:
+    """set_many(atomic=False) sends a call it did not count byte by byte only
+    when a bound on its bytes is within max_call_bytes."""
+    ns, principal, budget = "n" * 40, "p" * 40, 8192
+
+    @settings(max_examples=100, deadline=None)
+    @given(keys=st.lists(st.text(min_size=1, max_size=40), min_size=1, max_size=60, unique=True),
+           value=st.builds(lambda char, n: char * n, st.sampled_from("aé中\U0001f600"),
+                           st.integers(0, 400)),
+           sid=st.sampled_from(["s", "é" * 40]))
+    def check(memory: redismem.Memory, keys: list[str], value: str, sid: str) -> None:
+        parts = memory.session(sid)._calls([(key, value, "") for key in keys], "value", 1000,
+                                           False)
+        for part in parts:
+            names = [*K.scope_writes(ns, "value", "session", sid, principal),
+                     *(K.entry(ns, "value", "session", sid, item[0]) for item in part)]
+            args = [ns, "session", sid, str(limits.MAX_TTL_MS), principal, "x" * 16,
+                    str(limits.MAX_REVISION), *(x for item in part for x in item)]
+            assert len(part) == 1 or request_bytes(names, args) <= budget
+
+    async def run() -> None:
+        async with await redismem.connect("memory://", namespace=ns,
+                                          principal=principal) as memory:
+            memory._conn.functions.max_call_bytes = budget
+            check(memory)
+
+    asyncio.run(run())
