@@ -63,7 +63,8 @@ end
 -- part only.
 local function check_item_key(name, tag, known)
   if known and #name > #known and #name - #known <= LIMITS.max_key_bytes
-      and string.find(name, known, 1, true) == 1 and not string.find(name, '[%c\128-\255]') then
+      and string.find(name, known, 1, true) == 1
+      and not string.find(name, '[%c\128-\255]', #known + 1) then
     return known -- its key is 1..max_key_bytes of printable ASCII
   end
   local ns, scope, sid, key = string.match(name, '^rm:{([^{}]*)}:' .. tag .. ':([^:]*):([^:]*):(.*)$')
