@@ -118,6 +118,22 @@ class MemoryScope:
         return {name: _read(raw, revision)
                 for name, (raw, revision) in zip(names, found, strict=True)}
 
+    async def _found_values(self, names: Sequence[str]) -> list[tuple[Any, int] | None]:
+        """``get_many`` of distinct names for a caller that reads many (the
+        LangGraph store), without a ``MemoryValue`` each: (value, revision)
+        per name, None when absent or not written by the library."""
+        for name in names:
+            check.check_key(name)
+        check.batch_size(len(names))
+        found: list[tuple[Any, int] | None] = []
+        for raw, revision in await self._conn.functions.get_values(*self._scope_args(), names):
+            if raw is None:
+                found.append(None)
+                continue
+            value, problem = _parsed(raw, revision)
+            found.append((value, revision) if problem is None else None)
+        return found
+
     async def set(self, key: str, value: Any, *,
                   expected_revision: int | MemoryValue | None = None,
                   ttl_seconds: float | None = None, persist: bool = False) -> MemoryValue:

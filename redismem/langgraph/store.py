@@ -18,9 +18,8 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from langgraph.store.base import (
     BaseStore,
@@ -131,13 +130,17 @@ class RedismemStore(Lifecycle, BaseStore):
         scope = await self._scope()
         results: list[Result] = [None] * len(ops)
         heads: dict[tuple[str, ...], str] = {}
-        gets = {i: item_key(op.namespace, op.key, heads) for i, op in enumerate(ops)
-                if isinstance(op, GetOp)}
+        gets: dict[int, str] = {}
         puts: dict[str, PutOp] = {}
-        for op in ops:
-            if isinstance(op, PutOp):
+        others: list[int] = []
+        for i, op in enumerate(ops):
+            if isinstance(op, GetOp):
+                gets[i] = item_key(op.namespace, op.key, heads)
+            elif isinstance(op, PutOp):
                 puts[item_key(op.namespace, op.key, heads)] = op
-            elif not isinstance(op, GetOp | SearchOp | ListNamespacesOp):
+            elif isinstance(op, SearchOp | ListNamespacesOp):
+                others.append(i)
+            else:
                 raise InvalidArgumentError(f"unknown operation {op!r}")
         found = await self._read(scope, sorted(set(gets.values())))
         refresh: dict[str, _Stored] = {}
@@ -145,18 +148,19 @@ class RedismemStore(Lifecycle, BaseStore):
             got = found.get(name)
             if got is None:
                 continue
-            op = ops[i]
-            results[i] = got.item_at(op.namespace, op.key)  # type: ignore[union-attr]
-            if op.refresh_ttl:  # type: ignore[union-attr]
+            get = ops[i]
+            results[i] = got.item_at(get.namespace, get.key)  # type: ignore[union-attr]
+            if get.refresh_ttl:  # type: ignore[union-attr]
                 refresh[name] = got
-        for i, op in enumerate(ops):
+        for i in others:
+            op = ops[i]
             if isinstance(op, SearchOp):
                 hits = await self._search(scope, op)
                 results[i] = [_search_item(hit.item, score) for hit, score in hits]
                 if op.refresh_ttl:
                     refresh.update({hit.name: hit for hit, _ in hits})
-            elif isinstance(op, ListNamespacesOp):
-                results[i] = await self._namespaces(scope, op)
+            else:
+                results[i] = await self._namespaces(scope, op)  # type: ignore[arg-type]
         await self._refresh(scope, refresh)
         if puts:
             await self._write(scope, puts)
@@ -172,9 +176,9 @@ class RedismemStore(Lifecycle, BaseStore):
             return found
         for first in range(0, len(names), limits.MAX_BATCH):
             chunk = names[first:first + limits.MAX_BATCH]
-            for name, stored in (await scope.get_many(chunk)).items():
-                if stored.found and isinstance(stored.value, dict) and "value" in stored.value:
-                    found[name] = _Stored(name, stored.value, stored.revision)
+            for name, got in zip(chunk, await scope._found_values(chunk), strict=True):
+                if got is not None and type(got[0]) is dict and "value" in got[0]:
+                    found[name] = _Stored(name, *got)
         return found
 
     async def _write(self, scope: MemoryScope, puts: dict[str, PutOp]) -> None:
@@ -313,8 +317,7 @@ class RedismemStore(Lifecycle, BaseStore):
         return ranked[op.offset:wanted]
 
 
-@dataclass(frozen=True)
-class _Stored:
+class _Stored(NamedTuple):
     """An item as read: its redismem key, stored JSON and revision."""
 
     name: str
