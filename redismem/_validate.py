@@ -23,7 +23,6 @@ from .errors import (
     RequestTooLargeError,
     ValueTooLargeError,
 )
-from .types import MemoryValue
 
 SCOPES = ("session", "actor", "workflow", "global")
 GLOBAL_ID = "_"
@@ -129,8 +128,11 @@ def expected_arg(expected: object) -> str:
     revision."""
     if expected is None:
         return ""
-    if isinstance(expected, MemoryValue):
-        expected = expected.revision
+    if type(expected) is not int:
+        from .types import MemoryValue  # not at import: the command line starts without it
+
+        if isinstance(expected, MemoryValue):
+            expected = expected.revision
     if isinstance(expected, bool) or not isinstance(expected, int):
         raise InvalidRevisionError(f"expected revision must be an integer, got {expected!r}")
     if not 0 <= expected <= limits.MAX_REVISION:

@@ -40,10 +40,9 @@ from .errors import (
     PermissionDeniedError,
     UnavailableError,
 )
+from .limits import CONNECT_TIMEOUT, CONNECT_TIMEOUT_ENV
 from .retries import (
     CLUSTER_TIMEOUT,
-    CONNECT_TIMEOUT,
-    CONNECT_TIMEOUT_ENV,
     LOST,
     SOCKET_TIMEOUT,
     backoff,

@@ -19,6 +19,7 @@ from . import keys as K
 from ._validate import limit_arg
 from .errors import CursorExpiredError, InvalidArgumentError
 from .functions import refusals
+from .limits import EVENT_KINDS
 from .types import ChangePage, MemoryChangeEvent
 
 Stop = asyncio.Event | Callable[[], bool] | None
@@ -53,7 +54,6 @@ class EventFilter:
         return not self.patterns or any(fnmatch.fnmatchcase(event.key, p) for p in self.patterns)
 
 
-EVENT_KINDS = ("value", "vector", "turn", "checkpoint")
 
 
 def kind_arg(kind: object) -> str | None:

@@ -106,3 +106,14 @@ FORMAT_RANGES = (
 inclusive code point ranges: invisible, or reordering the text around them
 (bidi overrides, zero-width joiners, the BOM), so no key or id holds one
 (``FORMAT_RANGES`` in ``lua/lib/20_validate.lua``; a test checks both)."""
+
+CONNECT_TIMEOUT = 10.0
+"""Seconds ``connect()`` (and every command) keeps trying a server that
+refuses or does not answer its first connection, with
+:func:`redismem.retries.backoff` waits; ``connect_timeout=`` or
+``REDISMEM_CONNECT_TIMEOUT`` (the command line's ``--connect-timeout``)
+sets it, 0 for one attempt."""
+CONNECT_TIMEOUT_ENV = "REDISMEM_CONNECT_TIMEOUT"
+
+EVENT_KINDS = ("value", "vector", "turn", "checkpoint")
+"""The kinds of change event (``MemoryChangeEvent.kind``)."""

@@ -71,12 +71,6 @@ def unsettled(exc: BaseException) -> bool:
     return isinstance(exc, ClusterError) and "TTL exhausted" in str(exc)
 
 
-CONNECT_TIMEOUT = 10.0
-"""Seconds ``connect()`` (and every command) keeps trying a server that
-refuses or does not answer its first connection, with :func:`backoff`
-waits; ``connect_timeout=`` or ``REDISMEM_CONNECT_TIMEOUT`` (the command
-line's ``--connect-timeout``) sets it, 0 for one attempt."""
-CONNECT_TIMEOUT_ENV = "REDISMEM_CONNECT_TIMEOUT"
 
 CLUSTER_TIMEOUT = 15.0
 """Seconds a cluster call keeps being sent again while its slot's owner is

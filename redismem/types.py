@@ -61,6 +61,7 @@ class Capabilities:
         return "index" if self.search else "exact"
 
 
+
 @dataclass(frozen=True)
 class MemoryChangeEvent:
     """One change of the namespace feed.

@@ -10,6 +10,7 @@
     python scripts/bench.py cluster [--n 2000] [--json]
     python scripts/bench.py turns [--n 2000] [--url URL] [--json]
     python scripts/bench.py langgraph [--n 2000] [--url URL] [--json]
+    python scripts/bench.py cli [--n 20] [--url URL] [--json]
 
 Without --url a fresh embedded server is started in a temporary directory
 (AOF on, appendfsync everysec) and stopped afterwards. Figures are ops/s of
@@ -1054,7 +1055,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("suite", choices=["kv", "feed", "vectors", "store", "transfer", "stall",
-                                          "cluster", "json", "turns", "langgraph"])
+                                          "cluster", "json", "turns", "langgraph", "cli"])
     parser.add_argument("--n", type=int, default=None,
                         help="operations per measurement (default: kv 10000, feed 2000)")
     parser.add_argument("--url", default=None, help="benchmark this server instead")
@@ -1069,7 +1070,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     n = args.n or {"kv": 10_000, "feed": 2000, "vectors": 100_000, "store": 10_000,
                    "transfer": 50_000, "stall": 200_000, "cluster": 2000, "json": 3,
-                   "turns": 2000, "langgraph": 2000}[args.suite]
+                   "turns": 2000, "langgraph": 2000, "cli": 20}[args.suite]
     suites = {"kv": (bench_kv, table), "feed": (bench_feed, feed_table),
               "store": (bench_store, rows_table),
               "transfer": (bench_transfer, table), "stall": (bench_stall, stall_table),
@@ -1085,6 +1086,13 @@ def main(argv: list[str] | None = None) -> int:
         with server_url(args.url) as url:
             rows = asyncio.run(langgraph_bench.bench(url, n))
         print(json.dumps(rows, indent=2) if args.json else langgraph_bench.render(rows))
+        return 0
+    if args.suite == "cli":
+        import cli_bench
+
+        with server_url(args.url) as url:
+            rows = cli_bench.bench(url, n)
+        print(json.dumps(rows, indent=2) if args.json else cli_bench.render(rows))
         return 0
     if args.suite == "cluster":
         with server_url(args.url) as url, local_cluster() as cluster_url:

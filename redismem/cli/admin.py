@@ -6,29 +6,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import click
-import redis
 
 from .. import keys as K
-from .. import server, stats, users
 from .._validate import check_id
-from ..client import (
-    MEMORY_URL,
-    authenticated_user,
-    detect_capabilities,
-    eviction_policy,
-    open_client,
-    redact,
-    resolve_url,
-)
 from ..errors import RedisMemError
-from ..functions import Functions
-from ..library import ServerLibrary, bundled, lowest_library, server_library
-from ..memory import Memory, connect
-from ..store import RedisMemoryStore
-from ..topology import cluster_nodes, is_cluster, node_client
 from .base import (
     emit,
     json_option,
@@ -39,6 +23,10 @@ from .base import (
     url_option,
     with_memory,
 )
+
+if TYPE_CHECKING:
+    from ..library import ServerLibrary
+    from ..memory import Memory
 
 data_dir_option = click.option(
     "--data-dir", default=None,
@@ -53,6 +41,9 @@ data_dir_option = click.option(
 @json_option
 def up(data_dir: str | None, appendfsync: Any, as_json: bool) -> None:
     """Start the embedded server (or report the one running)."""
+    from .. import server
+    from ..client import redact
+
     embedded = server.EmbeddedServer(data_dir, appendfsync=appendfsync)
     try:
         state = embedded.start()
@@ -70,6 +61,8 @@ def up(data_dir: str | None, appendfsync: Any, as_json: bool) -> None:
 @json_option
 def down(data_dir: str | None, as_json: bool) -> None:
     """Stop the embedded server cleanly."""
+    from .. import server
+
     try:
         stopped = server.EmbeddedServer(data_dir).stop()
     except (RedisMemError, OSError) as exc:
@@ -80,6 +73,10 @@ def down(data_dir: str | None, as_json: bool) -> None:
 
 async def _acl_users(client: Any) -> list[str] | None:
     """The server's ACL users, or None when this user may not list them."""
+    import redis
+
+    from .. import users
+
     try:
         return await users.acl_users(client)
     except redis.ResponseError:
@@ -202,6 +199,21 @@ def status(url: str | None, namespace: str | None, as_json: bool) -> None:
     A namespace role sees what it may read, and what it may not is named;
     exit code 1 when this user may not list the namespaces (only an
     operator may) or read the one named."""
+    import redis
+
+    from .. import server, stats, users
+    from ..client import (
+        MEMORY_URL,
+        authenticated_user,
+        detect_capabilities,
+        eviction_policy,
+        open_client,
+        redact,
+        resolve_url,
+    )
+    from ..functions import Functions
+    from ..library import bundled, lowest_library, server_library
+    from ..topology import is_cluster
 
     if not (url or os.environ.get("REDISMEM_URL")):
         embedded = server.EmbeddedServer()
@@ -288,6 +300,9 @@ async def _cluster_status(client: Any
                           ) -> tuple[list[dict[str, Any]], list[ServerLibrary | None]]:
     """Each node of a cluster: its role, slots, and (primaries) library; and
     the library of each healthy primary."""
+    from ..library import server_library
+    from ..topology import cluster_nodes, node_client
+
     infos = await cluster_nodes(client)
     by_id = {info.id: info.address for info in infos}
     rows: list[dict[str, Any]] = []
@@ -317,6 +332,7 @@ def audit_cmd(url: str | None, namespace: str, as_json: bool) -> None:
     commands): values that are not strict JSON, malformed vectors, forged
     feed entries, bad thread events. Exit code 1 when there are any."""
     from ..audit import audit
+    from ..memory import connect
 
     async def run() -> list[dict[str, str]]:
         async with await connect(url, namespace=namespace) as mem:
@@ -338,6 +354,7 @@ def repair_feed_cmd(url: str | None, namespace: str, as_json: bool) -> None:
     stream id past any real one, entries not written by the library): drop
     those entries and set the counter, the stream's last id and the size
     estimate from what remains. Needs an admin's credential."""
+    from ..memory import connect
     from ..repair import repair_feed
 
     async def run() -> dict[str, Any]:
@@ -361,6 +378,7 @@ def index_cmd(url: str | None, namespace: str, dims: tuple[int, ...], as_json: b
     and the vector index of each --dim. Needs FT.CREATE, which only an
     operator holds (an index can cover any namespace's keys)."""
     from .. import vectors as V
+    from ..store import RedisMemoryStore
 
     async def run() -> dict[str, Any]:
         async with RedisMemoryStore(url, namespace=namespace) as store:
@@ -384,6 +402,7 @@ def index_cmd(url: str | None, namespace: str, dims: tuple[int, ...], as_json: b
 def load_functions(url: str | None, force: bool, as_json: bool) -> None:
     """Load the Lua library into a Redis server (on a cluster: into every
     primary), reporting the version replaced."""
+    from ..client import open_client, resolve_url
     from ..library import ensure_library_on_nodes
 
     async def run() -> dict[str, Any]:

@@ -3,29 +3,29 @@ coroutine, printing text or JSON, the scope and connection of a command."""
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import functools
+import importlib
 import json
-import logging
 import os
 import sys
 from collections.abc import Callable, Coroutine
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
-import redis
 
-from .. import server
 from .._validate import SCOPES, check_id
-from ..client import connecting, open_client, redact
 from ..errors import InvalidArgumentError, RedisMemError
-from ..functions import denied
-from ..library import bundled, server_version
-from ..memory import Memory, connect
-from ..retries import CONNECT_TIMEOUT, CONNECT_TIMEOUT_ENV
-from ..scope import MemoryScope
-from ..store import RedisMemoryStore
+from ..limits import CONNECT_TIMEOUT, CONNECT_TIMEOUT_ENV
+
+if TYPE_CHECKING:
+    from ..memory import Memory
+    from ..scope import MemoryScope
+
+# This module, click and the few modules above are all that `redismem
+# --help`, `--version` and a usage error import (tests/test_cli_startup.py
+# counts them): redis-py, asyncio and the facade are imported by the
+# commands that use them, when they run.
 
 T = TypeVar("T")
 
@@ -100,6 +100,12 @@ class OutputClosed(Exception):
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro``; turn our errors and connection failures into one line, exit 1
     (3 for an expired cursor)."""
+    import asyncio
+
+    import redis
+
+    from ..functions import denied
+
     try:
         return asyncio.run(coro)
     except KeyboardInterrupt:
@@ -239,24 +245,121 @@ def scope_of(mem: Memory, spec: str) -> MemoryScope:
     return mem.session(sid) if kind == "session" else mem.workflow(sid)
 
 
+def using_memory(url: str | None, namespace: str,
+                 fn: Callable[[Memory], Coroutine[Any, Any, T]]) -> T:
+    """Run ``fn`` with a Memory of ``url`` and ``namespace``, closed after."""
+    from ..memory import connect
+
+    async def main() -> T:
+        async with await connect(url, namespace=namespace) as mem:
+            return await fn(mem)
+
+    return run_sync(main())
+
+
 def with_memory(fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
-    """Open a Memory for the command from --url and --namespace, close it after."""
+    """Open a Memory for the command from --url and --namespace, close it
+    after; a command with --ttl and --persist is refused both before it
+    connects (a usage error needs no server)."""
 
     @functools.wraps(fn)
     def wrapper(url: str | None, namespace: str, **kwargs: Any) -> T:
-        async def main() -> T:
-            async with await connect(url, namespace=namespace) as mem:
-                return await fn(mem, **kwargs)
-
-        return run_sync(main())
+        if "ttl" in kwargs and "persist" in kwargs:
+            expiry(kwargs["ttl"], kwargs["persist"])
+        return using_memory(url, namespace, lambda mem: fn(mem, **kwargs))
 
     return wrapper
+
+
+# Each command: the module of this package that defines it, and the start of
+# its help's first paragraph, which `redismem --help` lists without
+# importing the module (tests/test_cli_startup.py checks both).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "append": ("data",
+        'Append ITEM (JSON) to the list at KEY (absent = []) in one server-side call.'),
+    "audit": ("admin",
+        'List the entries of a namespace that the library did not write (raw commands): values '
+        'that are not strict JSON, malformed'),
+    "changes": ("data",
+        'Print change events of the namespace, one a line (JSON Lines with --json), from the '
+        'oldest retained one; with --follow, new'),
+    "config": ("namespace",
+        'The namespace settings (configure() in Python): limits, retention, the vector index.'),
+    "del": ("data", 'Delete KEY.'),
+    "demo": ("data", 'Run the reference "sessions" example on the server and narrate it.'),
+    "down": ("admin", 'Stop the embedded server cleanly.'),
+    "export": ("transfer",
+        'Write a namespace as JSON Lines: settings, sessions, values, vectors, thread events and '
+        'long-term memories, with revisions'),
+    "get": ("data", 'Read KEY.'),
+    "import": ("transfer", 'Restore an export FILE (- = standard input).'),
+    "incr": ("data",
+        'Add --by to the integer at KEY (absent = 0) in one server-side call: concurrent '
+        'increments never conflict.'),
+    "index": ("admin",
+        "Create a namespace's search indexes: the long-term memory text index and the vector "
+        'index of each --dim.'),
+    "keys": ("data", 'List key names of a scope, ascending, one a line.'),
+    "load-functions": ("admin",
+        'Load the Lua library into a Redis server (on a cluster: into every primary), reporting '
+        'the version replaced.'),
+    "ltm": ("store", 'Inspect and search long-term memories.'),
+    "merge": ("data",
+        'Apply PATCH (a JSON object; null deletes a member) to the object at KEY as an RFC 7386 '
+        'merge patch, in one server-side call.'),
+    "repair-feed": ("admin",
+        'Restore a change feed that raw writes jammed (a sequence counter or a stream id past any'
+        ' real one, entries not written by'),
+    "scopes": ("namespace",
+        'The scopes of the namespace that hold keys, with their value and vector counts (from the'
+        " namespace's scope registry: no SCAN)."),
+    "set": ("data", 'Write KEY = VALUE.'),
+    "status": ("admin",
+        'Server, modules, library version, capabilities and, per namespace, keys, threads, feed, '
+        'indexes and memory used.'),
+    "threads": ("store", 'Inspect and compact conversation threads (MemoryStore events).'),
+    "trim": ("admin", "Drop change events older than the namespace's retention now."),
+    "turns": ("turns",
+        "Each turn of the namespace's sessions and workflows: its latest token, who holds it and "
+        'until when, and how many wait for'),
+    "up": ("admin", 'Start the embedded server (or report the one running).'),
+    "users": ("users",
+        'Credentials: ACL users with a role in one namespace (reader, writer, admin, worker) or '
+        'server-wide (operator).'),
+    "vectors": ("vectors", 'Inspect and search vector memory.'),
+    "version": ("admin",
+        "The package and bundled Lua library versions (and a server's, with --url)."),
+    "watch": ("data",
+        'Wait for change events and print each as it comes, one a line (JSON Lines with --json), '
+        'from now unless --from says otherwise:'),
+}
 
 
 class _Group(click.Group):
     """The command group; every error, usage errors included, is one line on
     stderr and a non-zero exit code, never a traceback (``REDISMEM_DEBUG=1``
-    shows the traceback of an unexpected one)."""
+    shows the traceback of an unexpected one). A command's module is
+    imported when the command is looked up (to run it or show its help)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*COMMANDS, *self.commands})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.commands and name in COMMANDS:
+            importlib.import_module(f"{__package__}.{COMMANDS[name][0]}")  # registers it
+        return super().get_command(ctx, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """As click lists commands, from :data:`COMMANDS` for those not imported."""
+        names = [name for name in self.list_commands(ctx)
+                 if name not in self.commands or not self.commands[name].hidden]
+        if not names:
+            return
+        limit = formatter.width - 6 - max(map(len, names))
+        rows = [(name, (self.commands.get(name) or click.Command(name, help=COMMANDS[name][1]))
+                 .get_short_help_str(limit)) for name in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def main(self, args: Any = None, *rest: Any, standalone_mode: bool = True,
              **kwargs: Any) -> Any:
@@ -332,7 +435,10 @@ def main(connect_timeout: float | None) -> None:
 def _say_retries() -> None:
     """A retried first connection, or an embedded server a command started,
     is one line on stderr."""
-    for logger in (connecting, server.started):
+    import logging
+
+    for name in ("redismem.connect", "redismem.server"):  # client.connecting, server.started
+        logger = logging.getLogger(name)
         if not logger.handlers:
             handler = logging.StreamHandler(sys.stderr)
             handler.setFormatter(logging.Formatter("%(message)s"))
@@ -349,11 +455,27 @@ def json_arg(text: str, what: str, hint: str = "") -> Any:
         raise click.UsageError(f"{what} is not valid JSON: {exc}{hint}") from None
 
 
+class JsonText(click.ParamType):  # type: ignore[type-arg]  # generic in click 8.2+
+    """An argument or option that is JSON, parsed as the command line is
+    (before anything connects): a usage error naming ``what`` when it is not."""
+
+    name = "json"
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        return json_arg(value, self.what) if isinstance(value, str) else value
+
+
 def with_store(fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
     """Open a RedisMemoryStore for the command from --url and --namespace."""
 
     @functools.wraps(fn)
     def wrapper(url: str | None, namespace: str, **kwargs: Any) -> T:
+        from ..store import RedisMemoryStore
+
         async def main() -> T:
             async with RedisMemoryStore(url, namespace=namespace) as store:
                 return await fn(store, **kwargs)
@@ -368,9 +490,13 @@ def print_version(url: str | None, as_json: bool) -> None:
     the library version that server runs: what ``redismem version`` and
     ``redismem --version`` print."""
     from .. import __version__
+    from ..lua_source import bundled
 
     data: dict[str, Any] = {"redismem": __version__, "library_version": bundled().version}
     if url:
+        from ..client import open_client, redact
+        from ..library import server_version
+
         async def loaded() -> int | None:
             client = await open_client(url)
             try:

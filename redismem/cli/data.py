@@ -9,16 +9,15 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from .. import feed
 from .._validate import SCOPES
 from ..errors import CursorExpiredError
-from ..memory import Memory
-from ..types import MemoryChangeEvent
+from ..limits import EVENT_KINDS
 from .base import (
+    JsonText,
     absent,
     emit,
     expiry,
@@ -34,8 +33,13 @@ from .base import (
     scoped_options,
     shown,
     url_option,
+    using_memory,
     with_memory,
 )
+
+if TYPE_CHECKING:
+    from ..memory import Memory
+    from ..types import MemoryChangeEvent
 
 
 @main.command("get")
@@ -60,10 +64,9 @@ async def get_cmd(mem: Memory, scope_spec: str, key: str, as_json: bool) -> None
               default=None, help="Read the value from this file (instead of VALUE).")
 @click.argument("key")
 @click.argument("value", required=False)
-@with_memory
-async def set_cmd(mem: Memory, scope_spec: str, key: str, value: str | None, ttl: float | None,
-                  persist: bool, expected_revision: int | None, as_string: bool,
-                  from_file: str | None, as_json: bool) -> None:
+def set_cmd(url: str | None, namespace: str, scope_spec: str, key: str, value: str | None,
+            ttl: float | None, persist: bool, expected_revision: int | None, as_string: bool,
+            from_file: str | None, as_json: bool) -> None:
     """Write KEY = VALUE. VALUE is JSON ('{"a": 1}', '"text"', 3); with
     --string, any text. VALUE - reads standard input; --file F reads F
     (for values past the shell's argument limit)."""
@@ -77,9 +80,14 @@ async def set_cmd(mem: Memory, scope_spec: str, key: str, value: str | None, ttl
     else:
         text, what = str(value), "VALUE"
     parsed = text if as_string else json_arg(text, what, hint="; --string stores text as is")
-    revision = (await scope_of(mem, scope_spec).set(key, parsed, **expiry(ttl, persist),
-                                                  expected_revision=expected_revision)).revision
-    emit({"key": key, "revision": revision}, as_json, lambda d: f"revision {d['revision']}")
+    options = expiry(ttl, persist)
+
+    async def write(mem: Memory) -> None:  # after every usage check
+        revision = (await scope_of(mem, scope_spec).set(
+            key, parsed, **options, expected_revision=expected_revision)).revision
+        emit({"key": key, "revision": revision}, as_json, lambda d: f"revision {d['revision']}")
+
+    using_memory(url, namespace, write)
 
 
 @main.command("incr")
@@ -103,13 +111,13 @@ async def incr_cmd(mem: Memory, scope_spec: str, key: str, by: int, ttl: float |
               help="Keep only the last N items (a capped log).")
 @expiry_options
 @click.argument("key")
-@click.argument("item")
+@click.argument("item", type=JsonText("ITEM"))
 @with_memory
-async def append_cmd(mem: Memory, scope_spec: str, key: str, item: str, max_items: int | None,
+async def append_cmd(mem: Memory, scope_spec: str, key: str, item: Any, max_items: int | None,
                      ttl: float | None, persist: bool, as_json: bool) -> None:
     """Append ITEM (JSON) to the list at KEY (absent = []) in one server-side call."""
     revision = (await scope_of(mem, scope_spec).append(
-        key, json_arg(item, "ITEM"), max_items=max_items, **expiry(ttl, persist))).revision
+        key, item, max_items=max_items, **expiry(ttl, persist))).revision
     emit({"key": key, "revision": revision}, as_json, lambda d: f"revision {d['revision']}")
 
 
@@ -117,13 +125,13 @@ async def append_cmd(mem: Memory, scope_spec: str, key: str, item: str, max_item
 @scoped_options
 @expiry_options
 @click.argument("key")
-@click.argument("patch")
+@click.argument("patch", type=JsonText("PATCH"))
 @with_memory
-async def merge_cmd(mem: Memory, scope_spec: str, key: str, patch: str, ttl: float | None,
+async def merge_cmd(mem: Memory, scope_spec: str, key: str, patch: Any, ttl: float | None,
                     persist: bool, as_json: bool) -> None:
     """Apply PATCH (a JSON object; null deletes a member) to the object at KEY
     as an RFC 7386 merge patch, in one server-side call."""
-    revision = (await scope_of(mem, scope_spec).merge(key, json_arg(patch, "PATCH"),
+    revision = (await scope_of(mem, scope_spec).merge(key, patch,
                                                     **expiry(ttl, persist))).revision
     emit({"key": key, "revision": revision}, as_json, lambda d: f"revision {d['revision']}")
 
@@ -246,7 +254,7 @@ def _changes_options(follow: bool) -> Callable[[Callable[..., Any]], Callable[..
         click.option("--pattern", "-p", "patterns", multiple=True,
                      help="Only keys matching this shell-style pattern (repeatable; a turn "
                           "event's key is its holder id: --kind value leaves turns out)."),
-        click.option("--kind", "kind", type=click.Choice(feed.EVENT_KINDS), default=None,
+        click.option("--kind", "kind", type=click.Choice(EVENT_KINDS), default=None,
                      help="Only changes of values, vectors or turns."),
         click.option("--count", type=click.IntRange(min=1), default=None,
                      help="Stop after printing this many events."),
@@ -265,12 +273,10 @@ def _changes_options(follow: bool) -> Callable[[Callable[..., Any]], Callable[..
 
 
 async def _changes(mem: Memory, scope_spec: str | None, start: str | int | None,
-                   after: int | None, patterns: tuple[str, ...], kind: str | None,
+                   patterns: tuple[str, ...], kind: str | None,
                    follow: bool, count: int | None, as_json: bool, limit: int = 1000) -> None:
-    if after is not None:
-        if start is not None:
-            raise click.UsageError("give --from or --after, not both")
-        start = after
+    from .. import feed  # redis-py: imported when the command runs
+
     scope_kind, _, sid = (scope_spec or "").partition(":")
     scoped = scope_of(mem, scope_spec or "") if sid or scope_kind == "global" else None
     printed = 0
@@ -321,22 +327,30 @@ async def _changes(mem: Memory, scope_spec: str | None, start: str | int | None,
 @main.command()
 @_changes_options(follow=False)
 @click.option("--follow", "-f", is_flag=True, help="Keep waiting for new events.")
-@with_memory
-async def changes(mem: Memory, **options: Any) -> None:
+def changes(url: str | None, namespace: str, **options: Any) -> None:
     """Print change events of the namespace, one a line (JSON Lines with
     --json), from the oldest retained one; with --follow, new ones as they
     come."""
-    await _changes(mem, **options)
+    _run_changes(url, namespace, options)
 
 
 @main.command()
 @_changes_options(follow=True)
-@with_memory
-async def watch(mem: Memory, **options: Any) -> None:
+def watch(url: str | None, namespace: str, **options: Any) -> None:
     """Wait for change events and print each as it comes, one a line (JSON
     Lines with --json), from now unless --from says otherwise: changes
     --follow. Stops after --count events, else at Ctrl-C."""
-    await _changes(mem, follow=True, **options)
+    _run_changes(url, namespace, {**options, "follow": True})
+
+
+def _run_changes(url: str | None, namespace: str, options: dict[str, Any]) -> None:
+    """``changes`` and ``watch``, after the usage checks."""
+    after = options.pop("after")
+    if after is not None:
+        if options["start"] is not None:
+            raise click.UsageError("give --from or --after, not both")
+        options["start"] = after
+    using_memory(url, namespace, lambda mem: _changes(mem, **options))
 
 
 @main.command()

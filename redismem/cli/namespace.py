@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from .. import limits, stats
+from .. import limits
 from .._validate import SCOPES
-from ..memory import Memory
 from .base import emit, json_option, main, namespace_option, shown, url_option, with_memory
+
+if TYPE_CHECKING:
+    from ..memory import Memory
 
 
 @main.group("config")
@@ -67,6 +69,8 @@ async def config_set(mem: Memory, name: str, value: str, as_json: bool) -> None:
 async def scopes_cmd(mem: Memory, kind: str | None, as_json: bool) -> None:
     """The scopes of the namespace that hold keys, with their value and
     vector counts (from the namespace's scope registry: no SCAN)."""
+    from .. import stats  # redis-py: imported when the command runs
+
     rows = [row for row in await stats.scope_counts(mem.client, mem.namespace)
             if kind is None or row["scope"] == kind]
     emit(rows, as_json, lambda rs: "\n".join(

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .. import keys as K
-from .. import stats
-from ..store import RedisMemoryStore
 from ..types import RetentionPolicy
 from .base import (
     emit,
@@ -22,6 +20,9 @@ from .base import (
     url_option,
     with_store,
 )
+
+if TYPE_CHECKING:
+    from ..store import RedisMemoryStore
 
 
 @main.group()
@@ -120,6 +121,8 @@ async def ltm_list(store: RedisMemoryStore, user_id: str | None, memory_scope: s
 async def ltm_users(store: RedisMemoryStore, as_json: bool) -> None:
     """The users that have long-term memories, with their counts (shared
     memories are listed with --user left out)."""
+    from .. import stats  # redis-py: imported when the command runs
+
     client, ns = store.memory.client, store.namespace
     names = await stats.memory_users(client, ns)
     rows = [{"user_id": None if name == K.SHARED_USER else name, "memories": count}

@@ -12,9 +12,6 @@ from pathlib import Path
 
 import click
 
-from .. import restore, transfer
-from ..memory import connect
-from ..store import RedisMemoryStore
 from .base import (
     emit,
     json_option,
@@ -56,6 +53,9 @@ def export_cmd(url: str | None, namespace: str, output: str, keep_raw: bool,
     thread events and long-term memories, with revisions and expiry. It
     leaves nothing out: an entry the library did not write stops it (exit
     1, naming the entry; -o FILE is then not written) unless --raw."""
+    from .. import transfer  # redis-py and the facade: imported when the command runs
+    from ..memory import connect
+
     to_stdout = output == "-"
     target = None if to_stdout else Path(output)
     partial = None if target is None else target.with_name(f".{target.name}.partial")
@@ -105,6 +105,9 @@ def import_cmd(url: str | None, namespace: str | None, max_line_bytes: int | Non
     """Restore an export FILE (- = standard input). Idempotent: what the target
     holds at the same or a later revision is kept; nothing is deleted. Every
     line is checked first: a malformed file changes nothing."""
+    from .. import restore  # redis-py and the facade: imported when the command runs
+    from ..store import RedisMemoryStore
+
     with contextlib.ExitStack() as stack:
         if file == "-":
             spool = stack.enter_context(tempfile.TemporaryDirectory())

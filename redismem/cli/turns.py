@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from .. import turns
-from ..memory import Memory
 from .base import (
     emit,
     iso_ms,
@@ -19,6 +17,9 @@ from .base import (
     url_option,
     with_memory,
 )
+
+if TYPE_CHECKING:
+    from ..memory import Memory
 
 
 def _line(row: dict[str, Any]) -> str:
@@ -44,6 +45,8 @@ async def turns_cmd(mem: Memory, scope_spec: str | None, as_json: bool) -> None:
     """Each turn of the namespace's sessions and workflows: its latest
     token, who holds it and until when, and how many wait for it. With
     --json, expires_at is in epoch ms (null when free)."""
+    from .. import turns  # redis-py: imported when the command runs
+
     scope = sid = None
     if scope_spec is not None:
         scope, _, sid = scope_spec.partition(":")

@@ -11,15 +11,14 @@ from typing import Any
 
 import click
 
-from .. import users
 from ..acl import NAMESPACE_ROLES, ROLES, Role
-from ..client import open_client, resolve_url
 from ..errors import InvalidArgumentError
 from .base import CommandError, emit, json_option, main, run_sync, url_option
 
 
 def _admin_client(url: str | None) -> Any:
     """An async context for a raw client of the server (for operator commands)."""
+    from ..client import open_client, resolve_url
 
     @contextlib.asynccontextmanager
     async def opened() -> Any:
@@ -55,6 +54,8 @@ def _chosen_password(read_from: str | None, write_to: str | None) -> Iterator[st
     """The password to give: read from ``--password-file``; or generated
     into ``--write-password``'s new file, which is removed again when the
     command fails; or None (generated, and printed once)."""
+    from .. import users
+
     if read_from and write_to:
         raise click.UsageError("give --password-file or --write-password, not both")
     if write_to is None:
@@ -79,6 +80,8 @@ def _chosen_password(read_from: str | None, write_to: str | None) -> Iterator[st
 
 def _emit_saved(data: dict[str, Any], as_json: bool, text: Callable[[Any], str]) -> None:
     """``emit``, then a warning on stderr when the users are not saved to a file."""
+    from .. import users
+
     emit(data, as_json, text)
     if not data["saved_to_file"]:
         click.echo(f"warning: {users.NOT_SAVED}", err=True)
@@ -86,6 +89,8 @@ def _emit_saved(data: dict[str, Any], as_json: bool, text: Callable[[Any], str])
 
 def _read_password(path: str | None) -> str | None:
     """The password in ``--password-file``; a usage error when it holds none."""
+    from .. import users
+
     if path is None:
         return None
     try:
@@ -124,6 +129,8 @@ def users_add(url: str | None, name: str, role: str, namespace: str | None,
               sessions: tuple[str, ...], workflows: tuple[str, ...],
               password_file: str | None, write_to: str | None, as_json: bool) -> None:
     """Create ACL user NAME with a role; --json prints its exact ACL rules."""
+    from .. import users
+
     try:
         spec = Role(role, namespace, tuple(sessions), tuple(workflows))
     except ValueError as exc:
@@ -143,6 +150,7 @@ def users_add(url: str | None, name: str, role: str, namespace: str | None,
 @json_option
 def users_list(url: str | None, as_json: bool) -> None:
     """Every ACL user with its role and rules."""
+    from .. import users
 
     async def run() -> list[dict[str, Any]]:
         async with _admin_client(url) as client:
@@ -167,6 +175,7 @@ def users_list(url: str | None, as_json: bool) -> None:
 @json_option
 def users_remove(url: str | None, name: str, as_json: bool) -> None:
     """Delete ACL user NAME (the server closes its connections)."""
+    from .. import users
 
     async def run() -> dict[str, Any]:
         async with _admin_client(url) as client:
@@ -188,6 +197,7 @@ def users_remove(url: str | None, name: str, as_json: bool) -> None:
 def users_rotate(url: str | None, name: str, password_file: str | None, write_to: str | None,
                  as_json: bool) -> None:
     """Give NAME a new password; the old one stops working at once."""
+    from .. import users
 
     async def run(password: str | None) -> dict[str, Any]:
         async with _admin_client(url) as client:
@@ -210,6 +220,7 @@ def users_lock_default(url: str | None, as_json: bool) -> None:
     password, so nobody can log in as it. Also puts right a default user
     that was turned off, which loses data at a restart with AOF on. Needs
     an enabled operator user (connect as it from then on)."""
+    from .. import users
 
     async def run() -> dict[str, Any]:
         async with _admin_client(url) as client:

@@ -4,22 +4,25 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..memory import Memory
 from .base import (
+    JsonText,
     absent,
     emit,
     expiry,
     expiry_options,
-    json_arg,
     main,
     scope_of,
     scoped_options,
     with_memory,
 )
 from .data import cursor_option, max_keys_option, print_keys
+
+if TYPE_CHECKING:
+    from ..memory import Memory
 
 
 @main.group()
@@ -29,21 +32,19 @@ def vectors() -> None:
 
 @vectors.command("set")
 @scoped_options
-@click.option("--metadata", "metadata_json", default=None,
+@click.option("--metadata", type=JsonText("--metadata"), default=None,
               help='A JSON object: \'{"colour": "blue"}\'.')
 @expiry_options
 @click.option("--expected-revision", type=int, default=None, help="Write only at this revision.")
 @click.argument("key")
-@click.argument("embedding")
+@click.argument("embedding", type=JsonText("EMBEDDING"))
 @with_memory
-async def vectors_set(mem: Memory, scope_spec: str, key: str, embedding: str,
-                      metadata_json: str | None, ttl: float | None, persist: bool,
-                      expected_revision: int | None, as_json: bool) -> None:
+async def vectors_set(mem: Memory, scope_spec: str, key: str, embedding: Any, metadata: Any,
+                      ttl: float | None, persist: bool, expected_revision: int | None,
+                      as_json: bool) -> None:
     """Store the vector KEY; EMBEDDING is a JSON array of numbers."""
     revision = await scope_of(mem, scope_spec).set_vector(
-        key, json_arg(embedding, "EMBEDDING"),
-        json_arg(metadata_json, "--metadata") if metadata_json else None,
-        expected_revision=expected_revision, **expiry(ttl, persist))
+        key, embedding, metadata, expected_revision=expected_revision, **expiry(ttl, persist))
     emit({"key": key, "revision": revision}, as_json, lambda d: f"revision {d['revision']}")
 
 
@@ -76,18 +77,16 @@ async def vectors_get(mem: Memory, scope_spec: str, key: str, as_json: bool) -> 
 @scoped_options
 @click.option("--top-k", type=click.IntRange(min=1), default=10, show_default=True,
               help="At most this many matches, best first.")
-@click.option("--filter", "filter_json", default=None,
+@click.option("--filter", "where", type=JsonText("--filter"), default=None,
               help='Equality conditions on metadata, as JSON: \'{"colour": "blue"}\'.')
 @click.option("--min-score", type=float, default=None, help="Drop matches scoring lower.")
-@click.argument("query")
+@click.argument("query", type=JsonText("QUERY"))
 @with_memory
-async def vectors_search(mem: Memory, scope_spec: str, query: str, top_k: int,
-                         filter_json: str | None, min_score: float | None,
-                         as_json: bool) -> None:
+async def vectors_search(mem: Memory, scope_spec: str, query: Any, top_k: int, where: Any,
+                         min_score: float | None, as_json: bool) -> None:
     """Rank the scope's vectors by cosine similarity to QUERY (a JSON array)."""
     found = await scope_of(mem, scope_spec).similarity_search(
-        json_arg(query, "QUERY"), top_k,
-        filter=json_arg(filter_json, "--filter") if filter_json else None, min_score=min_score)
+        query, top_k, filter=where, min_score=min_score)
     emit([dataclasses.asdict(m) for m in found], as_json,
           lambda rows: "\n".join(f"{r['score']:.4f} {r['key']} rev {r['revision']} "
                                  f"{json.dumps(r['metadata'])}" for r in rows))
