@@ -11,6 +11,8 @@
     python scripts/bench.py turns [--n 2000] [--url URL] [--json]
     python scripts/bench.py langgraph [--n 2000] [--url URL] [--json]
     python scripts/bench.py cli [--n 20] [--url URL] [--json]
+    python scripts/bench.py lua [--n 2000] [--json]
+    python scripts/bench.py throughput [--n SECONDS] [--url URL] [--json]
 
 Without --url a fresh embedded server is started in a temporary directory
 (AOF on, appendfsync everysec) and stopped afterwards. Figures are ops/s of
@@ -1055,7 +1057,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("suite", choices=["kv", "feed", "vectors", "store", "transfer", "stall",
-                                          "cluster", "json", "turns", "langgraph", "cli"])
+                                          "cluster", "json", "turns", "langgraph", "cli", "lua",
+                                          "throughput"])
     parser.add_argument("--n", type=int, default=None,
                         help="operations per measurement (default: kv 10000, feed 2000)")
     parser.add_argument("--url", default=None, help="benchmark this server instead")
@@ -1070,7 +1073,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     n = args.n or {"kv": 10_000, "feed": 2000, "vectors": 100_000, "store": 10_000,
                    "transfer": 50_000, "stall": 200_000, "cluster": 2000, "json": 3,
-                   "turns": 2000, "langgraph": 2000, "cli": 20}[args.suite]
+                   "turns": 2000, "langgraph": 2000, "cli": 20, "lua": 2000,
+                   "throughput": 5}[args.suite]
     suites = {"kv": (bench_kv, table), "feed": (bench_feed, feed_table),
               "store": (bench_store, rows_table),
               "transfer": (bench_transfer, table), "stall": (bench_stall, stall_table),
@@ -1086,6 +1090,20 @@ def main(argv: list[str] | None = None) -> int:
         with server_url(args.url) as url:
             rows = asyncio.run(langgraph_bench.bench(url, n))
         print(json.dumps(rows, indent=2) if args.json else langgraph_bench.render(rows))
+        return 0
+    if args.suite == "lua":  # its own server: it swaps the library while it runs
+        import lua_profile
+
+        with server_url(None) as url:
+            rows = asyncio.run(lua_profile.bench(url, n))
+        print(json.dumps(rows, indent=2) if args.json else lua_profile.render(rows))
+        return 0
+    if args.suite == "throughput":
+        import throughput_bench
+
+        with server_url(args.url) as url:
+            rows = throughput_bench.bench(url, n)
+        print(json.dumps(rows, indent=2) if args.json else throughput_bench.render(rows))
         return 0
     if args.suite == "cli":
         import cli_bench
