@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from langgraph.store.base import InvalidNamespaceError
 from langgraph.store.memory import InMemoryStore
 
 import redismem
@@ -195,6 +196,11 @@ def test_item_keys_are_one_to_one() -> None:
     assert item_key(("a/b",), "c") != item_key(("a",), "b/c")
     with pytest.raises(Exception, match="labels"):
         item_key(("a.b",), "k")
+    heads: dict[tuple[str, ...], str] = {}  # a batch's: each namespace checked once
+    assert item_key(("a", "b"), "k", heads) == "a.b/k" and heads == {("a", "b"): "a.b/"}
+    for bad in (("a", ["b"]), ("a", ""), (), ("a", 1)):
+        with pytest.raises(InvalidNamespaceError):
+            item_key(bad, "k", heads)  # type: ignore[arg-type]
 
 
 DIMS = 16

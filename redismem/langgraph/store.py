@@ -61,7 +61,10 @@ def item_key(namespace: tuple[str, ...], key: str,
              heads: dict[tuple[str, ...], str] | None = None) -> str:
     """The redismem key of an item (see the module's docstring). ``heads``:
     the namespaces a batch joined already."""
-    head = heads.get(namespace) if heads is not None else None
+    try:
+        head = heads.get(namespace) if heads is not None else None
+    except TypeError:  # an unhashable label, refused below
+        head, heads = None, None
     if head is None:
         if not namespace:
             raise InvalidNamespaceError("Namespace cannot be empty.")
