@@ -13,9 +13,11 @@
     python scripts/bench.py cli [--n 20] [--url URL] [--json]
     python scripts/bench.py lua [--n 2000] [--json]
     python scripts/bench.py throughput [--n SECONDS] [--url URL] [--json]
+    python scripts/bench.py all --compare [--n 2000] [--vectors 100000] [--url URL] [--json]
 
 Without --url a fresh embedded server is started in a temporary directory
-(AOF on, appendfsync everysec) and stopped afterwards. Figures are ops/s of
+(AOF on, appendfsync everysec) and stopped afterwards; a server given with
+--url must hold no data (--flush empties it first: FLUSHALL). Figures are ops/s of
 sequential awaited calls from one asyncio client (redis.asyncio + hiredis for
 both sides), and the ratio redismem / raw.
 """
@@ -54,8 +56,13 @@ import vector_bench
 
 
 @contextmanager
-def server_url(url: str | None) -> Iterator[str]:
+def server_url(url: str | None, flush: bool = False) -> Iterator[str]:
+    """``url``, once it holds no other data (``flush``: emptied first), else
+    a fresh embedded server in a temporary directory."""
     if url:
+        import compare_bench
+
+        asyncio.run(compare_bench.refuse_unless_empty(url, flush))
         yield url
         return
     with tempfile.TemporaryDirectory(prefix="redismem-bench-") as data_dir:
@@ -1058,7 +1065,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("suite", choices=["kv", "feed", "vectors", "store", "transfer", "stall",
                                           "cluster", "json", "turns", "langgraph", "cli", "lua",
-                                          "throughput"])
+                                          "throughput", "all"])
     parser.add_argument("--n", type=int, default=None,
                         help="operations per measurement (default: kv 10000, feed 2000)")
     parser.add_argument("--url", default=None, help="benchmark this server instead")
@@ -1070,24 +1077,32 @@ def main(argv: list[str] | None = None) -> int:
                         help="vectors: a (one scope of all), b (100 scopes), ab, or plans "
                              "(the plan by a scope's share of the index)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--flush", action="store_true",
+                        help="empty the --url server first (FLUSHALL); without it a server "
+                             "that holds data is refused")
+    parser.add_argument("--compare", action="store_true",
+                        help="all: every workload beside raw redis-py, the peers and "
+                             "redis-benchmark (the bench extra), in one table")
+    parser.add_argument("--vectors", type=int, default=100_000,
+                        help="all: vectors in the vector workload (0: none)")
     args = parser.parse_args(argv)
     n = args.n or {"kv": 10_000, "feed": 2000, "vectors": 100_000, "store": 10_000,
                    "transfer": 50_000, "stall": 200_000, "cluster": 2000, "json": 3,
                    "turns": 2000, "langgraph": 2000, "cli": 20, "lua": 2000,
-                   "throughput": 5}[args.suite]
+                   "throughput": 5, "all": 2000}[args.suite]
     suites = {"kv": (bench_kv, table), "feed": (bench_feed, feed_table),
               "store": (bench_store, rows_table),
               "transfer": (bench_transfer, table), "stall": (bench_stall, stall_table),
               "json": (bench_json, json_table), "turns": (bench_turns, turns_table)}
     if args.suite == "vectors":
-        with server_url(args.url) as url:
+        with server_url(args.url, args.flush) as url:
             result = asyncio.run(vector_bench.bench(url, n, args.index, args.data, args.layout))
         print(json.dumps(result, indent=2) if args.json else vector_bench.render(result))
         return 0
     if args.suite == "langgraph":  # the bench extra: langgraph-checkpoint-redis
         import langgraph_bench
 
-        with server_url(args.url) as url:
+        with server_url(args.url, args.flush) as url:
             rows = asyncio.run(langgraph_bench.bench(url, n))
         print(json.dumps(rows, indent=2) if args.json else langgraph_bench.render(rows))
         return 0
@@ -1098,27 +1113,36 @@ def main(argv: list[str] | None = None) -> int:
             rows = asyncio.run(lua_profile.bench(url, n))
         print(json.dumps(rows, indent=2) if args.json else lua_profile.render(rows))
         return 0
+    if args.suite == "all":
+        if not args.compare:
+            parser.error("all needs --compare (the peers come from the bench extra)")
+        import compare_bench
+
+        with server_url(args.url, args.flush) as url:
+            result = compare_bench.bench(url, n, args.vectors, argv or sys.argv[1:])
+        print(json.dumps(result, indent=2) if args.json else compare_bench.render(result))
+        return 0
     if args.suite == "throughput":
         import throughput_bench
 
-        with server_url(args.url) as url:
+        with server_url(args.url, args.flush) as url:
             rows = throughput_bench.bench(url, n)
         print(json.dumps(rows, indent=2) if args.json else throughput_bench.render(rows))
         return 0
     if args.suite == "cli":
         import cli_bench
 
-        with server_url(args.url) as url:
+        with server_url(args.url, args.flush) as url:
             rows = cli_bench.bench(url, n)
         print(json.dumps(rows, indent=2) if args.json else cli_bench.render(rows))
         return 0
     if args.suite == "cluster":
-        with server_url(args.url) as url, local_cluster() as cluster_url:
+        with server_url(args.url, args.flush) as url, local_cluster() as cluster_url:
             rows = asyncio.run(bench_cluster(url, cluster_url, n))
         render = cluster_table
     else:
         run, render = suites[args.suite]
-        with server_url(args.url) as url:
+        with server_url(args.url, args.flush) as url:
             rows = asyncio.run(run(url, n))
     if args.json:
         print(json.dumps(rows, indent=2))
