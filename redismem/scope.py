@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import random
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -645,6 +646,18 @@ class MemoryScope:
         ef = search.ef_of(conn, wanted_ef) if algorithm == "HNSW" else None
         command = V.scope_search_command(ns, scope, sid, blob, dim, top_k, tokens, algorithm,
                                          ef or 0, scoped=not unscoped)
+        # where the search's time goes: the query as similarity_search sends
+        # it, timed to its reply and to its matches; the server's part from
+        # INFO commandstats, when no other FT.SEARCH ran in between
+        before = await V.search_stats(conn.client)
+        start = time.perf_counter()
+        reply = await conn.client.execute_command(*command)  # type: ignore[no-untyped-call]
+        received = time.perf_counter()
+        V.scope_matches(ns, scope, sid, reply)
+        parsed = time.perf_counter()
+        after = await V.search_stats(conn.client)
+        server_ms = ((after[1] - before[1]) / 1000 if before and after
+                     and after[0] - before[0] == 1 else None)
         matched, visited = await V.profiled(conn.client, command)
         if matched == 0:
             plan = "empty"
@@ -654,8 +667,11 @@ class MemoryScope:
             plan = "hybrid batches"
         else:
             plan = "hybrid brute force"
+        round_trip_ms = (received - start) * 1000
         return SearchPlan(plan, spec.name, algorithm, str(command[2]), count,
-                          conn.plans.docs[spec.name][0], matched, visited, ef)
+                          conn.plans.docs[spec.name][0], matched, visited, ef,
+                          round_trip_ms=round_trip_ms, server_ms=server_ms,
+                          client_ms=(parsed - received) * 1000)
 
     async def changes(self, after: int = 0, limit: int | None = None,
                       prefix: str | None = None, kind: str | None = None) -> ChangePage:

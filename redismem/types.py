@@ -179,6 +179,13 @@ class SearchPlan:
         visited: of those, the ones the search read (as many as match:
             brute force; fewer: batches), or None likewise.
         ef_runtime: HNSW candidates per search, or None (FLAT, exact).
+        round_trip_ms: the query's round trip, sent as ``similarity_search``
+            sends it, until its reply was read (None for ``exact``).
+        server_ms: of that, the server's time for the query (``INFO
+            commandstats``; None on a cluster, or when another FT.SEARCH
+            ran at the same time); ``round_trip_ms - server_ms`` is the
+            network, the reply's transfer and reading it.
+        client_ms: turning the reply into matches in the client.
     """
 
     plan: str
@@ -190,6 +197,9 @@ class SearchPlan:
     filter_matches: int | None
     visited: int | None
     ef_runtime: int | None
+    round_trip_ms: float | None = None
+    server_ms: float | None = None
+    client_ms: float | None = None
 
 
 JsonValue = Any

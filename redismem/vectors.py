@@ -28,6 +28,7 @@ from .errors import (
     InvalidVectorError,
     PermissionDeniedError,
 )
+from .topology import is_cluster
 from .types import VectorMatch
 
 if TYPE_CHECKING:  # numpy is imported where it is used: the command line starts
@@ -481,6 +482,19 @@ async def profiled(client: Redis, command: Sequence[Any]) -> tuple[int | None, i
                      and not isinstance(iterators[0], bytes) else iterators)
     child = _as_dict(first.get(b"Child iterator") or {})
     return matched, int(child.get(b"Counter", 0))
+
+
+async def search_stats(client: Redis) -> tuple[int, int] | None:
+    """The server's FT.SEARCH calls and their microseconds so far (``INFO
+    commandstats``), or None on a cluster (every node counts its own) or
+    when INFO is refused."""
+    if is_cluster(client):
+        return None
+    try:
+        stats = (await client.info("commandstats")).get("cmdstat_FT.SEARCH", {})
+    except ResponseError:
+        return None
+    return int(stats.get("calls", 0)), int(stats.get("usec", 0))
 
 
 def _as_dict(part: Any) -> dict[bytes, Any]:

@@ -496,6 +496,10 @@ async def test_explain_search_reports_the_plan(redis_url: str, ns: str) -> None:
         assert (plan.plan, plan.scope_vectors, plan.index_vectors) == ("knn", 60, 60)
         assert plan.algorithm == "HNSW" and plan.ef_runtime == 200
         assert "@_sc" not in plan.query
+        # where its time went: the round trip, the server's part of it, the client's
+        assert plan.round_trip_ms is not None and plan.round_trip_ms > 0
+        assert plan.server_ms is not None and 0 <= plan.server_ms <= plan.round_trip_ms
+        assert plan.client_ms is not None and plan.client_ms > 0
         filtered = await big.explain_search([1.0, 2.0, 1.0], filter={"g": 1}, ef_runtime=300)
         assert (filtered.plan, filtered.filter_matches, filtered.ef_runtime) == (
             "knn", 15, 300)
