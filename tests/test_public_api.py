@@ -3,6 +3,12 @@ modules must not add to it or take from it by accident."""
 
 from __future__ import annotations
 
+import importlib
+import subprocess
+import sys
+
+import pytest
+
 import redismem
 
 PUBLIC = {
@@ -35,3 +41,20 @@ def test_all_names_exactly_the_public_api() -> None:
 def test_every_public_name_is_importable_from_the_package() -> None:
     for name in PUBLIC:
         assert getattr(redismem, name) is not None, name
+
+
+def test_the_package_imports_each_name_on_first_use() -> None:
+    """``import redismem`` imports none of its modules; each public name
+    imports the module that defines it when it is first used, and that
+    module's object is what the package gives."""
+    code = ("import sys, redismem; "
+            "print(sorted(m for m in sys.modules if m.startswith('redismem.')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "[]"
+    assert set(redismem._LAZY) == PUBLIC
+    for name, module in redismem._LAZY.items():
+        assert getattr(importlib.import_module(f"redismem.{module}"), name) is \
+            getattr(redismem, name), name
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        _ = redismem.nothing_here  # type: ignore[attr-defined]
