@@ -31,7 +31,7 @@ def run_script(*args: str, url: str | None = None, cwd: Path | None = None,
     if url:
         env["REDISMEM_URL"] = url
     return subprocess.run([exe, *args], capture_output=True, text=True, env=env, cwd=cwd,
-                          timeout=120, check=False)
+                          stdin=subprocess.DEVNULL, timeout=120, check=False)
 
 
 def test_demo_through_console_script(redis_url: str) -> None:

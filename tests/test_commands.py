@@ -145,6 +145,7 @@ def cases(ns: str, tmp: Path) -> dict[tuple[str, ...], tuple[list[str], Callable
                                                                     "saved_to_file": True}),
         ("demo",): (["--namespace", f"{ns}-demo", "--json"],
                     lambda out: json.loads(out)["revision"] == 3),
+        ("mcp",): ([*n], lambda out: out == ""),  # standard input closed: it ends at once
     }
 
 

@@ -304,6 +304,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         'Load the Lua library into a Redis server (on a cluster: into every primary), reporting '
         'the version replaced.'),
     "ltm": ("store", 'Inspect and search long-term memories.'),
+    "mcp": ("mcp", "Serve the namespace's memory to MCP clients (agents) over stdio."),
     "merge": ("data",
         'Apply PATCH (a JSON object; null deletes a member) to the object at KEY as an RFC 7386 '
         'merge patch, in one server-side call.'),

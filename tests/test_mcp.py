@@ -1,0 +1,162 @@
+"""``redismem mcp``: the tools through the MCP SDK's own client, in-process
+on ``memory://`` for the logic, and as MCP hosts run it (``redismem mcp``
+started as a subprocess, ``ClientSession`` over ``stdio_client``) on the
+real server: two agents on one namespace, a conflict, a reader's agent
+refused, every bad input answered as an error while the server goes on."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from mcp import Client, ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from redismem.mcp_server import build
+
+TOOLS = {"memory_get", "memory_set", "memory_merge", "memory_delete", "memory_list",
+         "memory_changes"}
+
+
+def result(reply: Any) -> Any:
+    assert not reply.is_error, reply.content
+    return reply.structured_content
+
+
+def refusal(reply: Any) -> str:
+    assert reply.is_error, reply.structured_content
+    text: str = reply.content[0].text
+    assert "\n" not in text.strip() or "validation error" in text  # one line, or pydantic's
+    return text
+
+
+async def test_the_tools_and_their_schemas() -> None:
+    async with Client(build("memory://", "mcp-" + uuid.uuid4().hex[:6])) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert set(tools) == TOOLS
+    for tool in tools.values():
+        assert tool.description and len(tool.description) > 40, tool.name
+    schema = tools["memory_set"].input_schema
+    assert set(schema["required"]) == {"scope", "key", "value"}
+    assert schema["properties"]["key"]["maxLength"] == 512
+    assert schema["properties"]["key"]["minLength"] == 1
+    assert "session:ID" in schema["properties"]["scope"]["description"]
+    limit = tools["memory_list"].input_schema["properties"]["limit"]
+    assert (limit["minimum"], limit["maximum"]) == (1, 1000)
+    assert tools["memory_changes"].input_schema["properties"]["after"]["minimum"] == 0
+
+
+async def test_each_tool_round_trips_on_memory() -> None:
+    async with Client(build("memory://", "mcp-" + uuid.uuid4().hex[:6])) as client:
+        s = {"scope": "session:s1"}
+        assert result(await client.call_tool("memory_get", {**s, "key": "notes"})) == {
+            "value": None, "revision": 0, "found": False}
+        assert result(await client.call_tool("memory_set", {
+            **s, "key": "notes", "value": {"todo": ["pack"]}})) == {"revision": 1}
+        assert result(await client.call_tool("memory_merge", {
+            **s, "key": "notes", "patch": {"done": True}})) == {"revision": 2}
+        assert result(await client.call_tool("memory_get", {**s, "key": "notes"})) == {
+            "value": {"todo": ["pack"], "done": True}, "revision": 2, "found": True}
+        await client.call_tool("memory_set", {**s, "key": "other", "value": 1,
+                                              "expected_revision": 0})
+        listed = result(await client.call_tool("memory_list", {**s, "limit": 1}))
+        assert listed["keys"] == [{"key": "notes", "revision": 2}] and listed["next_cursor"]
+        listed = result(await client.call_tool("memory_list", {
+            **s, "cursor": listed["next_cursor"]}))
+        assert listed == {"keys": [{"key": "other", "revision": 1}], "next_cursor": None}
+        changes = result(await client.call_tool("memory_changes", {"after": 0}))
+        assert [(e["key"], e["action"], e["revision"]) for e in changes["events"]] == [
+            ("notes", "set", 1), ("notes", "merge", 2), ("other", "set", 1)]
+        assert changes["next_cursor"] == 3
+        assert result(await client.call_tool("memory_delete", {
+            **s, "key": "other", "expected_revision": 1})) == {"deleted": True}
+        assert result(await client.call_tool("memory_delete", {**s, "key": "other"})) == {
+            "deleted": False}
+        assert result(await client.call_tool("memory_get", {"scope": "global", "key": "notes"}
+                                             ))["found"] is False  # scopes are apart
+
+
+async def test_bad_input_is_an_error_result_and_the_server_goes_on() -> None:
+    async with Client(build("memory://", "mcp-" + uuid.uuid4().hex[:6])) as client:
+        s = {"scope": "workflow:w"}
+        await client.call_tool("memory_set", {**s, "key": "k", "value": 1})
+        stale = refusal(await client.call_tool("memory_set", {
+            **s, "key": "k", "value": 2, "expected_revision": 5}))
+        assert "conflict" in stale and "revision 1" in stale and "not 5" in stale
+        cases = [
+            ("memory_get", {"scope": "team:x", "key": "k"}, "unknown scope 'team:x'"),
+            ("memory_get", {"scope": "session", "key": "k"}, "unknown scope"),
+            ("memory_get", {**s, "key": ""}, "key"),
+            ("memory_get", {**s, "key": "x" * 513}, "key"),
+            ("memory_get", {**s, "key": "a\x01b"}, "control characters"),
+            ("memory_set", {**s, "key": "big", "value": "x" * 200_000}, "value_too_large"),
+            ("memory_set", {**s, "key": "k", "value": 1, "expected_revision": -1},
+             "expected_revision"),
+            ("memory_merge", {**s, "key": "k", "patch": [1]}, "patch"),
+            ("memory_list", {**s, "limit": -1}, "limit"),
+            ("memory_list", {**s, "cursor": "zz\x00"}, "cursor"),
+            ("memory_changes", {"after": -1}, "after"),
+            ("memory_changes", {"limit": 0}, "limit"),
+        ]
+        for tool, arguments, expected in cases:
+            assert expected in refusal(await client.call_tool(tool, arguments)), (tool, arguments)
+        assert result(await client.call_tool("memory_get", {**s, "key": "k"}))["value"] == 1
+
+
+@asynccontextmanager
+async def agent(url: str, namespace: str) -> AsyncIterator[ClientSession]:
+    """``redismem mcp`` started as an MCP host starts it."""
+    exe = shutil.which("redismem")
+    assert exe is not None
+    params = StdioServerParameters(command=exe, args=["mcp", "--namespace", namespace],
+                                   env={"REDISMEM_URL": url, "PATH": os.environ["PATH"]})
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+async def test_two_agents_share_one_namespace_over_stdio(redis_url: str) -> None:
+    ns = "mcp-" + uuid.uuid4().hex[:6]
+    async with agent(redis_url, ns) as first, agent(redis_url, ns) as second:
+        assert {t.name for t in (await first.list_tools()).tools} == TOOLS
+        written = result(await first.call_tool("memory_set", {
+            "scope": "workflow:trip", "key": "plan", "value": {"city": "Lisbon"}}))
+        got = result(await second.call_tool("memory_get", {"scope": "workflow:trip",
+                                                           "key": "plan"}))
+        assert got == {"value": {"city": "Lisbon"}, "revision": written["revision"],
+                       "found": True}
+        stale = refusal(await second.call_tool("memory_set", {
+            "scope": "workflow:trip", "key": "plan", "value": {}, "expected_revision": 0}))
+        assert "conflict" in stale and "revision 1" in stale
+        assert "unknown scope" in refusal(await first.call_tool("memory_get", {
+            "scope": "nowhere", "key": "plan"}))
+        events = result(await second.call_tool("memory_changes", {}))["events"]
+        assert [(e["scope_id"], e["key"]) for e in events] == [("trip", "plan")]
+
+
+async def test_a_readers_agent_reads_and_is_refused_a_write(redis_server: Any) -> None:
+    from .test_access import role_user
+
+    async with role_user(redis_server, "reader", "mcpacl") as (ns, url, _), \
+            agent(url, ns) as reader:
+        assert result(await reader.call_tool("memory_get", {"scope": "global", "key": "k"}))[
+            "found"] is False
+        denied = refusal(await reader.call_tool("memory_set", {"scope": "global", "key": "k",
+                                                                "value": 1}))
+        assert denied.startswith("Error executing tool memory_set: permission denied on key "
+                                 "'k'"), denied
+        password = url.split("@")[0].rsplit(":", 1)[1]
+        assert password not in denied
+        # and it still answers
+        assert not (await reader.call_tool("memory_list", {"scope": "global"})).is_error
+
+
+def test_a_usage_error_starts_no_server() -> None:
+    from .test_cli import run_script
+
+    done = run_script("mcp", "--nope")
+    assert done.returncode == 2 and "No such option" in done.stderr and done.stdout == ""
