@@ -8,7 +8,8 @@ server that does not answer) is a tool result with ``is_error`` and a
 one-line message an agent can act on, and the server goes on serving.
 
 Tools: ``memory_get``, ``memory_set``, ``memory_merge``, ``memory_delete``,
-``memory_list`` and ``memory_changes`` (docs/mcp.md).
+``memory_list``, ``memory_changes``; ``thread_append``, ``thread_recent``;
+``remember``, ``recall``, ``forget`` (docs/mcp.md).
 """
 
 from __future__ import annotations
@@ -26,9 +27,13 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import limits
+from .bm25 import bm25_rank
 from .errors import ConflictError, PermissionDeniedError, RedisMemError
-from .memory import Memory, connect
+from .memory import Memory
+from .records import new_id, now_ms
 from .scope import MemoryScope
+from .store import RedisMemoryStore
+from .types import LongTermMemory, MemoryEvent
 
 SCOPE_HELP = ("Which memory: 'session:ID' (one conversation or task), 'workflow:ID' "
               "(shared by the workers of one workflow), 'actor' (this agent's own), "
@@ -88,12 +93,12 @@ def tool_errors(key: str | None = None) -> Iterator[None]:
 def build(url: str | None, namespace: str) -> MCPServer[Any]:
     """The MCP server of ``namespace`` at ``url`` (None: ``REDISMEM_URL``,
     else the embedded server); it connects when a session starts."""
-    held: dict[str, Memory] = {}
+    held: dict[str, RedisMemoryStore] = {}
 
     @contextlib.asynccontextmanager
     async def lifespan(_: MCPServer[Any]) -> AsyncIterator[None]:
-        async with await connect(url, namespace=namespace) as memory:
-            held["memory"] = memory
+        async with RedisMemoryStore(url, namespace=namespace) as store:
+            held["store"] = store
             yield
 
     server: MCPServer[Any] = MCPServer(
@@ -103,7 +108,7 @@ def build(url: str | None, namespace: str) -> MCPServer[Any]:
                      "in a change feed (memory_changes).")
 
     def memory() -> Memory:
-        return held["memory"]
+        return held["store"].memory
 
     @server.tool(description="Read the JSON value at KEY in SCOPE. Returns {value, revision, "
                              "found}; an absent key is {value: null, revision: 0, found: "
@@ -176,7 +181,97 @@ def build(url: str | None, namespace: str) -> MCPServer[Any]:
         return {"events": [_event(event) for event in page.items],
                 "next_cursor": page.next_cursor, "oldest_sequence": page.oldest_sequence}
 
+    register_store_tools(server, lambda: held["store"])
     return server
+
+
+Thread = Annotated[str, Field(description="The conversation thread's id (1 to 128 bytes, no "
+                                          "':', braces or spaces).", min_length=1,
+                              max_length=limits.MAX_ID_BYTES)]
+User = Annotated[str | None, Field(description="Whose memory: a user id; omit for memories "
+                                               "shared by every user.", min_length=1,
+                                   max_length=limits.MAX_ID_BYTES)]
+
+
+def register_store_tools(server: MCPServer[Any], store: Any) -> None:
+    """The thread and long-term memory tools, on ``store()`` (a RedisMemoryStore)."""
+
+    @server.tool(description="Append EVENTS to a conversation thread, in order: each a JSON "
+                             "object stored as one event whose payload is the object; its "
+                             "'type' member (a text) is the event's type, else 'message'. "
+                             "Returns the new events' {ids}.")
+    async def thread_append(
+            thread_id: Thread,
+            events: Annotated[list[dict[str, Any]], Field(
+                description="The events, oldest first.", min_length=1,
+                max_length=limits.MAX_EVENTS_PER_CALL)]) -> dict[str, Any]:
+        now = now_ms()
+        made = [MemoryEvent(new_id("ev"), thread_id, None,
+                            body["type"] if isinstance(body.get("type"), str) else "message",
+                            now, body) for body in events]
+        with tool_errors():
+            await store().append_events(thread_id, made)
+        return {"ids": [event.id for event in made]}
+
+    @server.tool(description="The newest events of a conversation thread, oldest first: "
+                             "each {id, type, timestamp (ms), payload}.")
+    async def thread_recent(
+            thread_id: Thread,
+            limit: Annotated[int, Field(description="At most this many events.", ge=1,
+                                        le=1000)] = 20) -> dict[str, Any]:
+        with tool_errors():
+            found = await store().get_recent_events(thread_id, limit)
+        return {"events": [{"id": e.id, "type": e.type, "timestamp": e.timestamp,
+                            "payload": e.payload} for e in found]}
+
+    @server.tool(description="Keep TEXT as a long-term memory (of USER_ID, or shared), "
+                             "found again by recall. Give MEMORY_ID to replace that memory. "
+                             "Returns its {memory_id}.")
+    async def remember(
+            text: Annotated[str, Field(description="What to remember.", min_length=1,
+                                       max_length=limits.MAX_VALUE_BYTES)],
+            user_id: User = None,
+            topics: Annotated[list[str] | None, Field(description="Labels for it.",
+                                                      max_length=50)] = None,
+            memory_id: Annotated[str | None, Field(description="The memory to replace.",
+                                                   min_length=1,
+                                                   max_length=limits.MAX_KEY_BYTES)] = None
+    ) -> dict[str, Any]:
+        now = now_ms()
+        record = LongTermMemory(memory_id or new_id("mem"), user_id, "knowledge", {}, text,
+                                list(topics or []), {}, now, now)
+        with tool_errors(record.id):
+            await store().upsert_long_term_memory(record)
+        return {"memory_id": record.id}
+
+    @server.tool(description="The long-term memories (of USER_ID, or shared) whose text "
+                             "matches words of QUERY, best first: {memories: [{memory_id, "
+                             "text, topics, score}]}. Text search ranked by BM25 (no "
+                             "embedding model is configured): use the words the memory has.")
+    async def recall(
+            query: Annotated[str, Field(description="Words to look for.", min_length=1,
+                                        max_length=4096)],
+            user_id: User = None,
+            limit: Annotated[int, Field(description="At most this many memories.", ge=1,
+                                        le=100)] = 5) -> dict[str, Any]:
+        if not query.strip():
+            raise ToolError("invalid_argument: the query is empty: give the words to look for")
+        with tool_errors():
+            found = await store().search_long_term_memory_text(user_id, query, limit=limit)
+        ranked = dict(bm25_rank(query, [(m.id, m.text) for m in found], limit))
+        return {"memories": [{"memory_id": m.id, "text": m.text, "topics": m.tags,
+                              "score": round(ranked.get(m.id, 0.0), 4)} for m in found]}
+
+    @server.tool(description="Forget the long-term memory MEMORY_ID (of USER_ID, or shared). "
+                             "Returns {memory_id}; forgetting one that is not there changes "
+                             "nothing.")
+    async def forget(
+            memory_id: Annotated[str, Field(description="The memory, as remember returned.",
+                                            min_length=1, max_length=limits.MAX_KEY_BYTES)],
+            user_id: User = None) -> dict[str, Any]:
+        with tool_errors(memory_id):
+            await store().delete_long_term_memory(user_id, memory_id)
+        return {"memory_id": memory_id}
 
 
 def _event(event: Any) -> dict[str, Any]:

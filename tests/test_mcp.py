@@ -19,7 +19,7 @@ from mcp.client.stdio import stdio_client
 from redismem.mcp_server import build
 
 TOOLS = {"memory_get", "memory_set", "memory_merge", "memory_delete", "memory_list",
-         "memory_changes"}
+         "memory_changes", "thread_append", "thread_recent", "remember", "recall", "forget"}
 
 
 def result(reply: Any) -> Any:
@@ -80,6 +80,48 @@ async def test_each_tool_round_trips_on_memory() -> None:
                                              ))["found"] is False  # scopes are apart
 
 
+async def test_threads_and_long_term_memories_on_memory() -> None:
+    async with Client(build("memory://", "mcp-" + uuid.uuid4().hex[:6])) as client:
+        ids = result(await client.call_tool("thread_append", {"thread_id": "t1", "events": [
+            {"type": "message", "role": "user", "text": "book Lisbon"},
+            {"tool": "search"}]}))["ids"]
+        assert len(set(ids)) == 2
+        events = result(await client.call_tool("thread_recent", {"thread_id": "t1"}))["events"]
+        assert [(e["id"], e["type"], e["payload"]) for e in events] == [
+            (ids[0], "message", {"type": "message", "role": "user", "text": "book Lisbon"}),
+            (ids[1], "message", {"tool": "search"})]
+        assert len(result(await client.call_tool("thread_recent", {
+            "thread_id": "t1", "limit": 1}))["events"]) == 1
+        kept = result(await client.call_tool("remember", {
+            "text": "Ana is allergic to peanuts", "user_id": "ana", "topics": ["diet"]}))
+        await client.call_tool("remember", {"text": "Ana flies to Lisbon", "user_id": "ana"})
+        await client.call_tool("remember", {"text": "peanuts are cheap", "user_id": "bob"})
+        found = result(await client.call_tool("recall", {"query": "peanuts",
+                                                         "user_id": "ana"}))["memories"]
+        assert [(m["memory_id"], m["topics"]) for m in found] == [(kept["memory_id"], ["diet"])]
+        assert found[0]["score"] > 0
+        assert result(await client.call_tool("remember", {  # replaced, same id
+            "text": "Ana is allergic to cashews", "user_id": "ana",
+            "memory_id": kept["memory_id"]})) == kept
+        assert result(await client.call_tool("recall", {"query": "peanuts",
+                                                        "user_id": "ana"}))["memories"] == []
+        await client.call_tool("forget", {"memory_id": kept["memory_id"], "user_id": "ana"})
+        assert result(await client.call_tool("recall", {"query": "cashews",
+                                                        "user_id": "ana"}))["memories"] == []
+        for tool, arguments, expected in [
+                ("thread_append", {"thread_id": "bad:id", "events": [{}]}, "invalid_id"),
+                ("thread_append", {"thread_id": "t1", "events": []}, "events"),
+                ("thread_append", {"thread_id": "t1", "events": [1]}, "events"),
+                ("thread_recent", {"thread_id": "t1", "limit": 0}, "limit"),
+                ("remember", {"text": ""}, "text"),
+                ("recall", {"query": "  "}, "the query is empty"),
+                ("recall", {"query": ""}, "query"),
+                ("forget", {"memory_id": ""}, "memory_id")]:
+            assert expected in refusal(await client.call_tool(tool, arguments)), tool
+        assert len(result(await client.call_tool("thread_recent", {
+            "thread_id": "t1"}))["events"]) == 2
+
+
 async def test_bad_input_is_an_error_result_and_the_server_goes_on() -> None:
     async with Client(build("memory://", "mcp-" + uuid.uuid4().hex[:6])) as client:
         s = {"scope": "workflow:w"}
@@ -136,6 +178,11 @@ async def test_two_agents_share_one_namespace_over_stdio(redis_url: str) -> None
             "scope": "nowhere", "key": "plan"}))
         events = result(await second.call_tool("memory_changes", {}))["events"]
         assert [(e["scope_id"], e["key"]) for e in events] == [("trip", "plan")]
+        kept = result(await first.call_tool("remember", {"text": "the hotel is in Alfama",
+                                                         "user_id": "ana"}))
+        found = result(await second.call_tool("recall", {"query": "hotel Alfama",
+                                                          "user_id": "ana"}))["memories"]
+        assert [m["memory_id"] for m in found] == [kept["memory_id"]]
 
 
 async def test_a_readers_agent_reads_and_is_refused_a_write(redis_server: Any) -> None:

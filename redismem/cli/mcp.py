@@ -15,7 +15,8 @@ def mcp_cmd(url: str | None, namespace: str) -> None:
     An MCP host starts it: {"command": "redismem", "args": ["mcp",
     "--namespace", "NS"], "env": {"REDISMEM_URL": "..."}}. It acts with the
     URL's credentials. Tools: memory_get, memory_set, memory_merge,
-    memory_delete, memory_list, memory_changes (docs/mcp.md)."""
+    memory_delete, memory_list, memory_changes, thread_append,
+    thread_recent, remember, recall, forget (docs/mcp.md)."""
     try:
         from ..mcp_server import build
     except ImportError as exc:
