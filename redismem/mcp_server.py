@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hmac
 from collections.abc import AsyncIterator, Iterator
 from typing import Annotated, Any
 
@@ -272,6 +273,38 @@ def register_store_tools(server: MCPServer[Any], store: Any) -> None:
         with tool_errors(memory_id):
             await store().delete_long_term_memory(user_id, memory_id)
         return {"memory_id": memory_id}
+
+
+def bearer_only(app: Any, token: str) -> Any:
+    """``app`` (ASGI) answering 401 to an HTTP request without ``Authorization:
+    Bearer <token>`` (compared in constant time)."""
+    wanted = f"Bearer {token}".encode()
+
+    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, wanted):
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"application/json"),
+                                        (b"www-authenticate", b"Bearer")]})
+                await send({"type": "http.response.body",
+                            "body": b'{"error": "a bearer token is required"}'})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+async def serve_http(server: MCPServer[Any], host: str, port: int, token: str | None) -> None:
+    """The server over streamable HTTP at ``http://host:port/mcp``; with
+    ``token``, only to requests that carry it."""
+    import uvicorn
+
+    app: Any = server.streamable_http_app(host=host)
+    if token is not None:
+        app = bearer_only(app, token)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+    await uvicorn.Server(config).serve()
 
 
 def _event(event: Any) -> dict[str, Any]:

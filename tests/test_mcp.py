@@ -207,3 +207,68 @@ def test_a_usage_error_starts_no_server() -> None:
 
     done = run_script("mcp", "--nope")
     assert done.returncode == 2 and "No such option" in done.stderr and done.stdout == ""
+
+
+async def test_streamable_http_with_a_token_and_refused_without(redis_url: str,
+                                                                 tmp_path: Any) -> None:
+    import socket
+    import subprocess
+    import time
+
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    from .test_cli import run_script
+
+    token = tmp_path / "token"
+    token.write_text("not-to-be-printed-" + uuid.uuid4().hex + "\n")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    exe = shutil.which("redismem")
+    assert exe is not None
+    ns = "mcp-" + uuid.uuid4().hex[:6]
+    served = subprocess.Popen([exe, "mcp", "--namespace", ns, "--url", redis_url, "--http",
+                               f"127.0.0.1:{port}", "--token-file", str(token)],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # until it listens
+            assert served.poll() is None, "the HTTP server exited"
+            with socket.socket() as attempt:
+                if attempt.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert time.monotonic() < deadline, "the HTTP server did not start"
+            time.sleep(0.05)
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with httpx2.AsyncClient() as anonymous:
+            refused = await anonymous.post(url, json={"jsonrpc": "2.0", "id": 1,
+                                                      "method": "tools/list"})
+            assert refused.status_code == 401
+            wrong = await anonymous.post(url, json={}, headers={"Authorization": "Bearer no"})
+            assert wrong.status_code == 401
+        bearer = {"Authorization": f"Bearer {token.read_text().strip()}"}
+        async with httpx2.AsyncClient(headers=bearer) as http, \
+                streamable_http_client(url, http_client=http) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            assert {t.name for t in (await session.list_tools()).tools} == TOOLS
+            assert result(await session.call_tool("memory_set", {
+                "scope": "global", "key": "k", "value": [1]})) == {"revision": 1}
+            assert result(await session.call_tool("memory_get", {
+                "scope": "global", "key": "k"}))["value"] == [1]
+    finally:
+        served.terminate()
+        out, err = served.communicate(timeout=30)
+    assert b"not-to-be-printed" not in out + err
+    # an address other than loopback is refused without a token, before anything starts
+    done = run_script("mcp", "--http", f"0.0.0.0:{port}")
+    assert done.returncode == 2 and "refusing to serve 0.0.0.0 without --token-file" in \
+        done.stderr
+    empty = tmp_path / "empty"
+    empty.write_text("\n")
+    done = run_script("mcp", "--http", f"127.0.0.1:{port}", "--token-file", str(empty))
+    assert done.returncode == 2 and "holds no token" in done.stderr
+    done = run_script("mcp", "--http", "nowhere")
+    assert done.returncode == 2 and "HOST:PORT" in done.stderr
