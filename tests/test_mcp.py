@@ -272,3 +272,27 @@ async def test_streamable_http_with_a_token_and_refused_without(redis_url: str,
     assert done.returncode == 2 and "holds no token" in done.stderr
     done = run_script("mcp", "--http", "nowhere")
     assert done.returncode == 2 and "HOST:PORT" in done.stderr
+
+
+async def test_a_redis_outage_is_an_error_result_and_the_server_recovers(tmp_path: Any) -> None:
+    """The server stopped mid-session: a tool call is an 'unavailable' error
+    result, not a crash; once Redis is back (same data, same port) calls
+    work again in the same session."""
+    from redismem.server import EmbeddedServer
+
+    # (the call while Redis is down is answered after the client's retries, about 9 s)
+
+    embedded = EmbeddedServer(tmp_path)
+    url = embedded.start().url
+    try:
+        async with Client(build(url, "outage")) as client:
+            assert result(await client.call_tool("memory_set", {
+                "scope": "global", "key": "k", "value": 1})) == {"revision": 1}
+            embedded.stop()
+            down = refusal(await client.call_tool("memory_get", {"scope": "global", "key": "k"}))
+            assert "unavailable" in down.lower(), down
+            assert EmbeddedServer(tmp_path).start().url == url
+            assert result(await client.call_tool("memory_get", {
+                "scope": "global", "key": "k"}))["value"] == 1
+    finally:
+        EmbeddedServer(tmp_path).stop()
