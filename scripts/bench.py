@@ -53,6 +53,7 @@ from redismem.server import EmbeddedServer
 
 sys.path.insert(0, str(Path(__file__).parent))
 import vector_bench
+from timing import latencies
 
 
 @contextmanager
@@ -296,7 +297,7 @@ async def bench_turns(url: str, n: int) -> list[dict[str, Any]]:
             await lock.acquire(blocking=False)
             await lock.release()
 
-        times = await _latencies(n, {"turn": turn, "lock": locked})
+        times = await latencies(n, {"turn": turn, "lock": locked})
         rows.append({"op": "acquire + release, uncontended", "count": n,
                      "p50_ms": statistics.median(times["turn"]),
                      "p99_ms": _percentile(times["turn"], 0.99),
@@ -913,24 +914,6 @@ def json_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-async def _latencies(n: int, ops: dict[str, Callable[[int], Awaitable[Any]]],
-                     rounds: int = 5) -> dict[str, list[float]]:
-    """Per-call times (ms) of each op over ``n`` sequential awaited calls, the
-    ops taking turns in ``rounds`` rounds so all see the same conditions."""
-    times: dict[str, list[float]] = {name: [] for name in ops}
-    for op in ops.values():  # warm-up
-        for i in range(min(100, n)):
-            await op(i)
-    per_round = max(1, n // rounds)
-    for r in range(rounds):
-        for name, op in ops.items():
-            for i in range(r * per_round, (r + 1) * per_round):
-                start = time.perf_counter()
-                await op(i)
-                times[name].append((time.perf_counter() - start) * 1000)
-    return times
-
-
 async def _throughput(url: str, names: list[str], seconds: float) -> float:
     """Writes/s of one writer task per namespace, all at once, for ``seconds``."""
     mems = [await redismem.connect(url, namespace=ns, principal="bench") for ns in names]
@@ -976,7 +959,7 @@ async def bench_cluster(url: str, cluster_url: str, n: int) -> list[dict[str, An
                 lambda sc: lambda i: sc.similarity_search(queries[i % 64], top_k=10),
         }
         for op, make in calls.items():
-            times = await _latencies(n, {side: make(sc) for side, sc in scopes.items()})
+            times = await latencies(n, {side: make(sc) for side, sc in scopes.items()})
             p50 = {side: _percentile(t, 0.5) for side, t in times.items()}
             p99 = {side: _percentile(t, 0.99) for side, t in times.items()}
             rows.append({"op": op, "standalone_p50_ms": p50["standalone"],

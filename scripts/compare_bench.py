@@ -20,38 +20,15 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from redis.asyncio import Redis
+from throughput_bench import BARE, VALUE
+from timing import latencies
 
 import redismem
 
-BARE = """
-local rev = redis.call('HINCRBY', KEYS[1], 'rev', 1)
-redis.call('HSET', KEYS[1], 'v', ARGV[1], 'ts', ARGV[2])
-redis.call('XADD', KEYS[2], '*', 'k', KEYS[1], 'v', ARGV[1])
-return rev
-"""
-VALUE = {"note": "pack passports", "n": 1}
 TEXT = json.dumps(VALUE)
-
-
-async def _turns(n: int, ops: dict[str, Callable[[int], Awaitable[Any]]],
-                 rounds: int = 5) -> dict[str, list[float]]:
-    """Per-call µs of each op, the ops taking turns in ``rounds`` rounds."""
-    for op in ops.values():
-        for i in range(min(100, n)):
-            await op(i)
-    spans: dict[str, list[float]] = {name: [] for name in ops}
-    per_round = max(1, n // rounds)
-    for r in range(rounds):
-        for name, op in ops.items():
-            for i in range(r * per_round, (r + 1) * per_round):
-                start = time.perf_counter()
-                await op(i)
-                spans[name].append((time.perf_counter() - start) * 1e6)
-    return spans
 
 
 def _row(workload: str, unit: str, ours: float, raw: tuple[str, float] | None,
@@ -76,21 +53,21 @@ async def _key_value(url: str, n: int) -> list[dict[str, Any]]:
         scope = mem.session("s")
         space = ("cmp" + uuid.uuid4().hex[:6],)
         lg = f"LangGraph {flavour}"
-        spans = await _turns(n, {
+        spans = await latencies(n, {
             "set": lambda i: scope.set(f"k{i}", VALUE),
             "bare": lambda i: raw.evalsha(sha, 2, f"bare:{{{ns}}}:{i}", f"bare:{{{ns}}}:feed",
                                           TEXT, "1"),
             "peer": lambda i: peer.aput(space, f"k{i}", VALUE)})
-        p50 = {name: statistics.median(v) for name, v in spans.items()}
+        p50 = {name: statistics.median(v) * 1000 for name, v in spans.items()}  # µs
         rows.append(_row("set one small value", "p50 µs", p50["set"],
                          ("bare revisioned-write EVALSHA", p50["bare"]), (f"{lg}.aput",
                                                                           p50["peer"]),
                          "≤ 1.3x raw, ≤ 0.6x peer"))
-        spans = await _turns(n, {
+        spans = await latencies(n, {
             "get": lambda i: scope.get(f"k{i % n}"),
             "raw": lambda i: raw.hget(f"bare:{{{ns}}}:{i % n}", "v"),
             "peer": lambda i: peer.aget(space, f"k{i % n}")})
-        p50 = {name: statistics.median(v) for name, v in spans.items()}
+        p50 = {name: statistics.median(v) * 1000 for name, v in spans.items()}  # µs
         rows.append(_row("get one small value", "p50 µs", p50["get"], ("HGET", p50["raw"]),
                          (f"{lg}.aget", p50["peer"]), "≤ 1.1x raw"))
 
@@ -115,10 +92,10 @@ async def _key_value(url: str, n: int) -> list[dict[str, Any]]:
             await raw_gets(b)
             found["raw"] += 100
 
-        spans = await _turns(gets, {"ours": our_gets, "raw": counted_raw_gets,
+        spans = await latencies(gets, {"ours": our_gets, "raw": counted_raw_gets,
                                     "peer": peer_gets})
         calls = len(spans["ours"]) + min(100, gets)  # the warm-up calls count too
-        rate = {name: found[name] / calls / statistics.median(v) * 1e6
+        rate = {name: found[name] / calls / statistics.median(v) * 1000
                 for name, v in spans.items()}
         rows.append(_row("get_many(100), items found", "items/s", rate["ours"],
                          ("pipelined HMGET x100", rate["raw"]), (f"{lg} batch of 100 gets",
@@ -131,12 +108,12 @@ async def _key_value(url: str, n: int) -> list[dict[str, Any]]:
                 pipe.hset(f"rawb:{{{ns}}}:{b}:{j}", mapping={"v": TEXT, "rev": 1})
             await pipe.execute()
 
-        spans = await _turns(gets, {
+        spans = await latencies(gets, {
             "ours": lambda b: scope.set_many({f"b{b}:{j}": VALUE for j in range(100)}),
             "raw": raw_sets,
             "peer": lambda b: peer.abatch([PutOp(space, f"b{b}:{j}", VALUE)
                                            for j in range(100)])})
-        rate = {name: 1e8 / statistics.median(v) for name, v in spans.items()}
+        rate = {name: 1e5 / statistics.median(v) for name, v in spans.items()}
         rows.append(_row("set_many(100)", "items/s", rate["ours"],
                          ("pipelined HSET x100", rate["raw"]), (f"{lg} batch of 100 puts",
                                                                 rate["peer"]),
