@@ -9,11 +9,13 @@ one-line message an agent can act on, and the server goes on serving.
 
 Tools: ``memory_get``, ``memory_set``, ``memory_merge``, ``memory_delete``,
 ``memory_list``, ``memory_changes``; ``thread_append``, ``thread_recent``;
-``remember``, ``recall``, ``forget`` (docs/mcp.md).
+``remember``, ``recall``, ``forget`` (docs/mcp.md). Every value is also a
+resource, and a client may subscribe to one (:mod:`redismem.mcp_resources`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import hmac
@@ -28,8 +30,10 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import limits
+from . import mcp_resources as resources
 from .bm25 import bm25_rank
 from .errors import ConflictError, PermissionDeniedError, RedisMemError
+from .mcp_resources import FeedNotifier
 from .memory import Memory
 from .records import new_id, now_ms
 from .scope import MemoryScope
@@ -95,15 +99,22 @@ def build(url: str | None, namespace: str) -> MCPServer[Any]:
     """The MCP server of ``namespace`` at ``url`` (None: ``REDISMEM_URL``,
     else the embedded server); it connects when a session starts."""
     held: dict[str, RedisMemoryStore] = {}
+    notifier = FeedNotifier()
 
     @contextlib.asynccontextmanager
     async def lifespan(_: MCPServer[Any]) -> AsyncIterator[None]:
         async with RedisMemoryStore(url, namespace=namespace) as store:
             held["store"] = store
-            yield
+            watcher = asyncio.create_task(notifier.run(memory))
+            try:
+                yield
+            finally:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
 
     server: MCPServer[Any] = MCPServer(
-        "redismem", version=_version(), lifespan=lifespan,
+        "redismem", version=_version(), lifespan=lifespan, subscriptions=notifier,
         instructions=f"Shared, durable memory of namespace {namespace!r}, kept in Redis: "
                      "values with revisions (compare-and-set), in scopes; every change lands "
                      "in a change feed (memory_changes).")
@@ -183,6 +194,7 @@ def build(url: str | None, namespace: str) -> MCPServer[Any]:
                 "next_cursor": page.next_cursor, "oldest_sequence": page.oldest_sequence}
 
     register_store_tools(server, lambda: held["store"])
+    resources.register(server, memory, namespace, notifier)
     return server
 
 

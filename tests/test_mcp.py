@@ -6,6 +6,8 @@ refused, every bad input answered as an error while the server goes on."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import shutil
 import uuid
@@ -13,6 +15,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
 from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -150,13 +153,15 @@ async def test_bad_input_is_an_error_result_and_the_server_goes_on() -> None:
 
 
 @asynccontextmanager
-async def agent(url: str, namespace: str) -> AsyncIterator[ClientSession]:
+async def agent(url: str, namespace: str, message_handler: Any = None
+                ) -> AsyncIterator[ClientSession]:
     """``redismem mcp`` started as an MCP host starts it."""
     exe = shutil.which("redismem")
     assert exe is not None
     params = StdioServerParameters(command=exe, args=["mcp", "--namespace", namespace],
                                    env={"REDISMEM_URL": url, "PATH": os.environ["PATH"]})
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+    async with stdio_client(params) as (read, write), \
+            ClientSession(read, write, message_handler=message_handler) as session:
         await session.initialize()
         yield session
 
@@ -296,3 +301,215 @@ async def test_a_redis_outage_is_an_error_result_and_the_server_recovers(tmp_pat
                 "scope": "global", "key": "k"}))["value"] == 1
     finally:
         EmbeddedServer(tmp_path).stop()
+
+
+# values as resources, and subscriptions to them
+
+
+async def test_values_are_resources_listed_most_recently_changed_first() -> None:
+    from mcp.shared.exceptions import MCPError
+
+    ns = "mcp-" + uuid.uuid4().hex[:6]
+    async with Client(build("memory://", ns)) as client:
+        written = [("session:s1", "a/b c"), ("global", "g"), ("workflow:w", "é:{x}*"),
+                   ("actor:bot", "k")]
+        for scope, key in written:
+            await client.call_tool("memory_set", {"scope": scope, "key": key,
+                                                  "value": {"key": key}})
+        await client.call_tool("memory_merge", {"scope": "session:s1", "key": "a/b c",
+                                                "patch": {"seen": True}})  # now the latest
+        # (the order, most recently changed first: the next test, where the clock is known)
+        listed = sorted((await client.list_resources()).resources, key=lambda r: r.name)
+        assert [r.name for r in listed] == ["a/b c", "g", "k", "é:{x}*"]
+        assert listed[0].uri == f"redismem://{ns}/session/s1/a%2Fb%20c"
+        assert [r.meta for r in listed] == [{"revision": 2}] + [{"revision": 1}] * 3
+        assert {r.mime_type for r in listed} == {"application/json"}
+        assert listed[0].annotations is not None and listed[0].annotations.last_modified
+        for item in listed:
+            read = (await client.read_resource(item.uri)).contents[0]
+            assert read.uri == item.uri and read.mime_type == "application/json"
+            assert json.loads(read.text)["key"] == item.name
+            assert read.meta == {"revision": item.meta["revision"]}
+        templates = (await client.list_resource_templates()).resource_templates
+        assert [t.uri_template for t in templates] == ["redismem://{namespace}/{scope}/{id}/{key}"]
+        await client.call_tool("memory_delete", {"scope": "actor:bot", "key": "k"})
+        assert "k" not in [r.name for r in (await client.list_resources()).resources]
+        for uri, expected in [
+                (f"redismem://{ns}/actor/bot/k", "not found"),
+                ("redismem://other/global/_/g", "serves namespace"),
+                (f"redismem://{ns}/team/x/g", "unknown scope"),
+                (f"redismem://{ns}/global/x/g", "global scope's id"),
+                (f"redismem://{ns}/session/s1/", "redismem://NS/SCOPE/ID/KEY"),
+                (f"redismem://{ns}/session/a%3Ab/k", "invalid_id"),
+                (f"redismem://{ns}/session/s1/a%01b", "control characters"),
+                ("file:///etc/passwd", "not a redismem resource")]:
+            try:
+                await client.read_resource(uri)
+            except MCPError as exc:
+                assert expected in str(exc), (uri, str(exc))
+            else:
+                raise AssertionError(f"{uri} was read")
+        try:
+            await client.list_resources(cursor="nope")
+        except MCPError as exc:
+            assert "not a cursor" in str(exc)
+        else:
+            raise AssertionError("a bad cursor was taken")
+        assert json.loads((await client.read_resource(listed[0].uri)).contents[0].text)["seen"]
+
+
+async def test_resources_list_pages_without_repeats_or_gaps() -> None:
+    import redismem
+    from redismem.mcp_resources import listing
+
+    ns = "mcp-" + uuid.uuid4().hex[:6]
+    async with await redismem.connect("memory://", namespace=ns) as memory:
+        for i in range(7):
+            await memory.session("s").set(f"k{i}", i)
+            await memory.workflow("w").set(f"k{i}", i)
+        await clock_past_writes(memory)
+        seen: list[str] = []
+        cursor = None
+        while True:
+            page, cursor = await listing(memory, cursor, limit=3)
+            assert len(page) <= 3
+            seen += [item.uri for item in page]
+            if cursor is None:
+                break
+            await memory.session("s").set("k0", "moved")  # to the front: not listed again
+        assert len(seen) == len(set(seen)) == 14
+        assert seen[-1] == f"redismem://{ns}/session/s/k0"  # written since the listing began
+        await clock_past_writes(memory)
+        quiet = [item.uri for item in (await listing(memory, None, limit=100))[0]]
+        assert quiet[0] == seen[-1]
+        paged, cursor = [], None
+        while True:
+            page, cursor = await listing(memory, cursor, limit=4)
+            paged += page
+            if cursor is None:
+                break
+        assert [item.uri for item in paged] == quiet  # no writes: the same order, paged
+        times = [item.changed_ms for item in paged]
+        assert times == sorted(times, reverse=True)
+
+
+async def clock_past_writes(memory: Any) -> None:
+    """Wait until the server's clock is past the millisecond of the last
+    write (a write in the very millisecond a listing begins counts as
+    written since it began)."""
+    from redismem.mcp_resources import listing
+
+    last = max(item.changed_ms for item in (await listing(memory, None, limit=10**6))[0])
+    while True:
+        seconds, micros = await memory.client.time()
+        if seconds * 1000 + micros // 1000 > last:
+            return
+        await asyncio.sleep(0.001)
+
+
+async def test_a_listen_stream_hears_of_changes_to_its_values() -> None:
+    """2026-07-28 clients: subscriptions/listen with the value's URI gets
+    resource-updated events for its writes, deletes included, and none for
+    other values (writes by other processes: the stdio test below)."""
+    from mcp.shared.subscriptions import ResourceUpdated
+
+    ns = "mcp-" + uuid.uuid4().hex[:6]
+    uri = f"redismem://{ns}/workflow/w/plan"
+    w = {"scope": "workflow:w"}
+    async with Client(build("memory://", ns)) as client, \
+            client.listen(resource_subscriptions=[uri]) as stream:
+        await client.call_tool("memory_set", {**w, "key": "elsewhere", "value": 1})
+        await client.call_tool("memory_set", {**w, "key": "plan", "value": {"city": "Lisbon"}})
+        assert await anext(stream) == ResourceUpdated(uri=uri)
+        await client.call_tool("memory_delete", {**w, "key": "plan"})
+        assert await anext(stream) == ResourceUpdated(uri=uri)
+
+
+@pytest.mark.filterwarnings("ignore:resources/:mcp.shared.exceptions.MCPDeprecationWarning")
+async def test_a_subscribed_agent_is_notified_of_other_processes_writes(redis_url: str) -> None:
+    """resources/subscribe over stdio, as MCP hosts speak it: writes by
+    another agent's server process and by the Python facade each send
+    notifications/resources/updated for that value, and only for values
+    subscribed to; the write -> notification time is measured."""
+    import statistics
+    import time
+
+    import mcp_types
+    from mcp.shared.exceptions import MCPError
+
+    import redismem
+
+    ns = "mcp-" + uuid.uuid4().hex[:6]
+    heard: asyncio.Queue[tuple[str, float]] = asyncio.Queue()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, mcp_types.ResourceUpdatedNotification):
+            heard.put_nowait((str(message.params.uri), time.perf_counter()))
+
+    plan = f"redismem://{ns}/workflow/trip/plan"
+    async with agent(redis_url, ns, on_message) as first, agent(redis_url, ns) as second, \
+            await redismem.connect(redis_url, namespace=ns) as facade:
+        capabilities = first.server_capabilities
+        assert capabilities is not None and capabilities.resources is not None
+        assert capabilities.resources.subscribe
+        await first.subscribe_resource(plan)
+        await second.call_tool("memory_set", {"scope": "workflow:trip", "key": "other",
+                                              "value": 0})
+        await second.call_tool("memory_set", {"scope": "workflow:trip", "key": "plan",
+                                              "value": {"city": "Lisbon"}})
+        assert (await asyncio.wait_for(heard.get(), 30))[0] == plan  # not "other" first
+        assert json.loads((await first.read_resource(plan)).contents[0].text) == {
+            "city": "Lisbon"}
+        spans = []
+        for i in range(30):
+            start = time.perf_counter()
+            await facade.workflow("trip").set("plan", {"step": i})
+            uri, at = await asyncio.wait_for(heard.get(), 30)
+            assert uri == plan
+            spans.append((at - start) * 1000)
+        await facade.workflow("trip").delete("plan")
+        assert (await asyncio.wait_for(heard.get(), 30))[0] == plan
+        await first.unsubscribe_resource(plan)
+        await first.subscribe_resource(f"redismem://{ns}/global/_/flag")
+        await facade.workflow("trip").set("plan", 1)  # no longer subscribed
+        await facade.global_scope().set("flag", True)
+        assert (await asyncio.wait_for(heard.get(), 30))[0] == f"redismem://{ns}/global/_/flag"
+        spans.sort()
+        print(f"write -> notification over stdio: p50 {statistics.median(spans):.2f} ms, "
+              f"p99 {spans[int(0.99 * len(spans))]:.2f} ms")
+        try:
+            await first.subscribe_resource("redismem://elsewhere/global/_/k")
+        except MCPError as exc:
+            assert "serves namespace 'mcp-" in str(exc)
+        else:
+            raise AssertionError("a URI of another namespace was taken")
+
+
+@pytest.mark.filterwarnings("ignore:resources/:mcp.shared.exceptions.MCPDeprecationWarning")
+async def test_a_workers_agent_reads_resources_it_may_and_is_refused_the_rest(
+        redis_server: Any) -> None:
+    """A worker may read the global scope but not list the namespace's
+    scopes nor read the feed: reading a value works; listing and
+    subscribing are permission errors that say so, and the server goes on."""
+    from mcp.shared.exceptions import MCPError
+
+    import redismem
+
+    from .test_access import role_user
+
+    async with role_user(redis_server, "worker", "mcpw") as (ns, url, _), \
+            await redismem.connect(redis_server.url, namespace=ns) as admin, \
+            agent(url, ns) as worker:
+        await admin.global_scope().set("rules", {"max": 3})
+        uri = f"redismem://{ns}/global/_/rules"
+        read = (await worker.read_resource(uri)).contents[0]
+        assert json.loads(read.text) == {"max": 3} and read.meta == {"revision": 1}
+        for attempt in (worker.list_resources, lambda: worker.subscribe_resource(uri)):
+            try:
+                await attempt()
+            except MCPError as exc:
+                assert str(exc).startswith("permission denied"), str(exc)
+                assert url.split("@")[0].rsplit(":", 1)[1] not in str(exc)  # no password
+            else:
+                raise AssertionError("a worker listed or subscribed")
+        assert json.loads((await worker.read_resource(uri)).contents[0].text) == {"max": 3}
