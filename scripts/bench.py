@@ -13,6 +13,7 @@
     python scripts/bench.py cli [--n 20] [--url URL] [--json]
     python scripts/bench.py lua [--n 2000] [--json]
     python scripts/bench.py throughput [--n SECONDS] [--url URL] [--json]
+    python scripts/bench.py mcp [--n 2000] [--url URL] [--json]
     python scripts/bench.py all --compare [--n 2000] [--vectors 100000] [--url URL] [--json]
 
 Without --url a fresh embedded server is started in a temporary directory
@@ -1048,7 +1049,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("suite", choices=["kv", "feed", "vectors", "store", "transfer", "stall",
                                           "cluster", "json", "turns", "langgraph", "cli", "lua",
-                                          "throughput", "all"])
+                                          "throughput", "mcp", "all"])
     parser.add_argument("--n", type=int, default=None,
                         help="operations per measurement (default: kv 10000, feed 2000)")
     parser.add_argument("--url", default=None, help="benchmark this server instead")
@@ -1072,7 +1073,7 @@ def main(argv: list[str] | None = None) -> int:
     n = args.n or {"kv": 10_000, "feed": 2000, "vectors": 100_000, "store": 10_000,
                    "transfer": 50_000, "stall": 200_000, "cluster": 2000, "json": 3,
                    "turns": 2000, "langgraph": 2000, "cli": 20, "lua": 2000,
-                   "throughput": 5, "all": 2000}[args.suite]
+                   "throughput": 5, "mcp": 2000, "all": 2000}[args.suite]
     suites = {"kv": (bench_kv, table), "feed": (bench_feed, feed_table),
               "store": (bench_store, rows_table),
               "transfer": (bench_transfer, table), "stall": (bench_stall, stall_table),
@@ -1088,6 +1089,13 @@ def main(argv: list[str] | None = None) -> int:
         with server_url(args.url, args.flush) as url:
             rows = asyncio.run(langgraph_bench.bench(url, n))
         print(json.dumps(rows, indent=2) if args.json else langgraph_bench.render(rows))
+        return 0
+    if args.suite == "mcp":  # the mcp extra
+        import mcp_bench
+
+        with server_url(args.url, args.flush) as url:
+            rows = asyncio.run(mcp_bench.bench(url, n))
+        print(json.dumps(rows, indent=2) if args.json else mcp_bench.render(rows))
         return 0
     if args.suite == "lua":  # its own server: it swaps the library while it runs
         import lua_profile
