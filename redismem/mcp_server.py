@@ -32,6 +32,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from . import limits
 from . import mcp_resources as resources
 from .bm25 import bm25_rank
+from .embedders import Embedder
 from .errors import ConflictError, PermissionDeniedError, RedisMemError
 from .mcp_resources import FeedNotifier
 from .memory import Memory
@@ -95,9 +96,11 @@ def tool_errors(key: str | None = None) -> Iterator[None]:
         raise ToolError(f"invalid_argument: {exc}") from None
 
 
-def build(url: str | None, namespace: str) -> MCPServer[Any]:
+def build(url: str | None, namespace: str, embedder: Embedder | None = None
+          ) -> MCPServer[Any]:
     """The MCP server of ``namespace`` at ``url`` (None: ``REDISMEM_URL``,
-    else the embedded server); it connects when a session starts."""
+    else the embedded server); it connects when a session starts. With
+    ``embedder`` (:mod:`redismem.embedders`), recall is by meaning too."""
     held: dict[str, RedisMemoryStore] = {}
     notifier = FeedNotifier()
 
@@ -193,7 +196,7 @@ def build(url: str | None, namespace: str) -> MCPServer[Any]:
         return {"events": [_event(event) for event in page.items],
                 "next_cursor": page.next_cursor, "oldest_sequence": page.oldest_sequence}
 
-    register_store_tools(server, lambda: held["store"])
+    register_store_tools(server, lambda: held["store"], embedder)
     resources.register(server, memory, namespace, notifier)
     return server
 
@@ -206,8 +209,11 @@ User = Annotated[str | None, Field(description="Whose memory: a user id; omit fo
                                    max_length=limits.MAX_ID_BYTES)]
 
 
-def register_store_tools(server: MCPServer[Any], store: Any) -> None:
-    """The thread and long-term memory tools, on ``store()`` (a RedisMemoryStore)."""
+def register_store_tools(server: MCPServer[Any], store: Any,
+                         embedder: Embedder | None = None) -> None:
+    """The thread and long-term memory tools, on ``store()`` (a
+    RedisMemoryStore); with ``embedder``, memories are kept with their
+    vector and recalled by meaning and words."""
 
     @server.tool(description="Append EVENTS to a conversation thread, in order: each a JSON "
                              "object stored as one event whose payload is the object; its "
@@ -254,15 +260,21 @@ def register_store_tools(server: MCPServer[Any], store: Any) -> None:
         record = LongTermMemory(memory_id or new_id("mem"), user_id, "knowledge", {}, text,
                                 list(topics or []), {}, now, now)
         with tool_errors(record.id):
-            await store().upsert_long_term_memory(record)
+            embedding = await embedder.embed(text) if embedder is not None else None
+            await store().upsert_long_term_memory(record, embedding=embedding)
         return {"memory_id": record.id}
 
-    @server.tool(description="The long-term memories (of USER_ID, or shared) whose text "
-                             "matches words of QUERY, best first: {memories: [{memory_id, "
-                             "text, topics, score}]}. Text search ranked by BM25 (no "
-                             "embedding model is configured): use the words the memory has.")
+    how = ("Text search ranked by BM25 (no embedding model is configured): use the words the "
+           "memory has." if embedder is None else
+           f"Ranked by meaning (embedder {embedder.name}, cosine similarity at least "
+           f"{RECALL_MIN_SIMILARITY}) and by words (BM25), fused by reciprocal rank: other "
+           "words of the same meaning find a memory too.")
+
+    @server.tool(description="The long-term memories (of USER_ID, or shared) that match "
+                             "QUERY, best first: {memories: [{memory_id, text, topics, "
+                             f"score}}]}}. {how}")
     async def recall(
-            query: Annotated[str, Field(description="Words to look for.", min_length=1,
+            query: Annotated[str, Field(description="What to look for.", min_length=1,
                                         max_length=4096)],
             user_id: User = None,
             limit: Annotated[int, Field(description="At most this many memories.", ge=1,
@@ -271,9 +283,16 @@ def register_store_tools(server: MCPServer[Any], store: Any) -> None:
             raise ToolError("invalid_argument: the query is empty: give the words to look for")
         with tool_errors():
             found = await store().search_long_term_memory_text(user_id, query, limit=limit)
-        ranked = dict(bm25_rank(query, [(m.id, m.text) for m in found], limit))
+            if embedder is None:
+                ranked = dict(bm25_rank(query, [(m.id, m.text) for m in found], limit))
+                scored = [(m, ranked.get(m.id, 0.0)) for m in found]
+            else:
+                near = await store().search_long_term_memory_vector(
+                    user_id, await embedder.embed(query), limit=limit,
+                    min_score=RECALL_MIN_SIMILARITY)
+                scored = fused([found, [m for m, _ in near]])[:limit]
         return {"memories": [{"memory_id": m.id, "text": m.text, "topics": m.tags,
-                              "score": round(ranked.get(m.id, 0.0), 4)} for m in found]}
+                              "score": round(score, 4)} for m, score in scored]}
 
     @server.tool(description="Forget the long-term memory MEMORY_ID (of USER_ID, or shared). "
                              "Returns {memory_id}; forgetting one that is not there changes "
@@ -285,6 +304,27 @@ def register_store_tools(server: MCPServer[Any], store: Any) -> None:
         with tool_errors(memory_id):
             await store().delete_long_term_memory(user_id, memory_id)
         return {"memory_id": memory_id}
+
+
+RECALL_MIN_SIMILARITY = 0.25
+"""A memory found by meaning alone is recalled from this cosine similarity on
+(WordLlama: related texts 0.3-0.8, unrelated below 0.1)."""
+RRF_K = 60
+"""Reciprocal rank fusion's constant (Cormack et al., 2009)."""
+
+
+def fused(rankings: list[list[LongTermMemory]]) -> list[tuple[LongTermMemory, float]]:
+    """The memories of several best-first rankings, by reciprocal rank
+    fusion: each scores the sum of 1 / (RRF_K + its rank) over the rankings
+    that hold it; ties by id."""
+    scores: dict[str, float] = {}
+    records: dict[str, LongTermMemory] = {}
+    for ranking in rankings:
+        for rank, memory in enumerate(ranking, start=1):
+            scores[memory.id] = scores.get(memory.id, 0.0) + 1.0 / (RRF_K + rank)
+            records.setdefault(memory.id, memory)
+    best = sorted(scores, key=lambda mid: (-scores[mid], mid))
+    return [(records[mid], scores[mid]) for mid in best]
 
 
 def bearer_only(app: Any, token: str) -> Any:

@@ -16,6 +16,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -153,12 +155,13 @@ async def test_bad_input_is_an_error_result_and_the_server_goes_on() -> None:
 
 
 @asynccontextmanager
-async def agent(url: str, namespace: str, message_handler: Any = None
-                ) -> AsyncIterator[ClientSession]:
+async def agent(url: str, namespace: str, message_handler: Any = None,
+                embedder: str = "none") -> AsyncIterator[ClientSession]:
     """``redismem mcp`` started as an MCP host starts it."""
     exe = shutil.which("redismem")
     assert exe is not None
-    params = StdioServerParameters(command=exe, args=["mcp", "--namespace", namespace],
+    params = StdioServerParameters(command=exe, args=["mcp", "--namespace", namespace,
+                                                      "--embedder", embedder],
                                    env={"REDISMEM_URL": url, "PATH": os.environ["PATH"]})
     async with stdio_client(params) as (read, write), \
             ClientSession(read, write, message_handler=message_handler) as session:
@@ -513,3 +516,162 @@ async def test_a_workers_agent_reads_resources_it_may_and_is_refused_the_rest(
             else:
                 raise AssertionError("a worker listed or subscribed")
         assert json.loads((await worker.read_resource(uri)).contents[0].text) == {"max": 3}
+
+
+# recall by meaning: an embedder
+
+
+CONCEPTS = {"peanut": 0, "peanuts": 0, "nut": 0, "allergic": 1, "allergy": 1, "hotel": 2,
+            "stay": 2, "lisbon": 3}
+
+
+def toy_embedding(text: str) -> list[float]:
+    """A vector per concept: words of one meaning share a dimension."""
+    vector = [0.0] * 5
+    for word in text.lower().split():
+        vector[CONCEPTS.get(word.strip(".,?"), 4)] += 1.0
+    return vector
+
+
+async def test_recall_by_meaning_with_an_embedder_and_by_words_without() -> None:
+    from redismem.embedders import Embedder
+
+    for embedder in (None, Embedder("toy", toy_embedding)):
+        async with Client(build("memory://", "mcp-" + uuid.uuid4().hex[:6], embedder)) as client:
+            recall = {t.name: t for t in (await client.list_tools()).tools}["recall"]
+            assert ("BM25 (no embedding model" in recall.description) is (embedder is None)
+            kept = result(await client.call_tool("remember", {
+                "text": "Ana is allergic to peanuts", "user_id": "ana"}))["memory_id"]
+            await client.call_tool("remember", {"text": "Ana flies to Lisbon",
+                                                "user_id": "ana"})
+            found = result(await client.call_tool("recall", {"query": "nut allergy",
+                                                             "user_id": "ana"}))["memories"]
+            if embedder is None:  # no word in common
+                assert found == []
+                continue
+            assert "embedder toy" in recall.description
+            assert [m["memory_id"] for m in found] == [kept]  # Lisbon: not similar enough
+            both = result(await client.call_tool("recall", {"query": "peanuts",
+                                                            "user_id": "ana"}))["memories"]
+            assert [m["memory_id"] for m in both] == [kept]
+            assert both[0]["score"] > found[0]["score"]  # found by words and by meaning
+
+
+async def test_a_failing_embedder_is_an_error_result_and_the_server_goes_on() -> None:
+    from redismem.embedders import Embedder
+
+    def broken(text: str) -> Any:
+        if text == "raise":
+            raise RuntimeError("model not loaded")
+        return {"text": "a vector?"} if text == "dict" else [0.0, 0.0] if text == "zero" else \
+            [1.0, 2.0]
+
+    async with Client(build("memory://", "mcp-" + uuid.uuid4().hex[:6],
+                            Embedder("broken", broken))) as client:
+        for text, expected in [("raise", "the embedder broken failed: RuntimeError: model not "
+                                         "loaded"),
+                               ("dict", "invalid_vector"), ("zero", "zero vector")]:
+            assert expected in refusal(await client.call_tool("remember", {"text": text})), text
+            assert expected in refusal(await client.call_tool("recall", {"query": text})), text
+        assert result(await client.call_tool("remember", {"text": "fine"}))["memory_id"]
+        assert [m["text"] for m in result(await client.call_tool("recall", {
+            "query": "fine"}))["memories"]] == ["fine"]
+
+
+def test_the_embedder_option_refuses_what_it_cannot_load() -> None:
+    from redismem.embedders import load
+
+    from .test_cli import run_script
+
+    for spec, expected in [("nope.nothing:f", "cannot import the embedder's module"),
+                           ("json:no.such", "module 'json' has no 'no.such'"),
+                           ("json:__doc__", "is not callable"),
+                           ("bogus", "none, auto, wordllama or MODULE:CALLABLE")]:
+        done = run_script("mcp", "--embedder", spec)
+        assert done.returncode == 2 and expected in done.stderr, (spec, done.stderr)
+    assert load("none") is None
+    chosen = load("auto")  # the embed extra is installed with the tests
+    assert chosen is not None and chosen.name == "wordllama"
+
+
+async def test_wordllama_recalls_by_meaning_over_stdio(redis_url: str) -> None:
+    """The embed extra's local model (no network), named as MODULE:CALLABLE,
+    on the real server's vector index."""
+    import numpy as np
+
+    from redismem.embedders import wordllama
+
+    vector = np.asarray(wordllama("peanut allergy"))
+    assert vector.shape == (256,) and np.isfinite(vector).all()
+    ns = "mcp-" + uuid.uuid4().hex[:6]
+    async with agent(redis_url, ns, embedder="redismem.embedders:wordllama") as session:
+        ids = {text: result(await session.call_tool("remember", {
+            "text": text, "user_id": "ana"}))["memory_id"]
+            for text in ["Ana is allergic to peanuts", "the hotel is in Alfama",
+                         "the budget is 2000 euros"]}
+        for query, expected in [("nut allergy", "Ana is allergic to peanuts"),
+                                ("where is the accommodation", "the hotel is in Alfama"),
+                                ("how much money can we spend", "the budget is 2000 euros")]:
+            found = result(await session.call_tool("recall", {"query": query,
+                                                              "user_id": "ana"}))["memories"]
+            assert found and found[0]["memory_id"] == ids[expected], (query, found)
+
+
+@given(st.lists(st.lists(st.sampled_from("abcdefgh"), unique=True, max_size=8), max_size=3))
+def test_reciprocal_rank_fusion(rankings: list[list[str]]) -> None:
+    from redismem.mcp_server import RRF_K, fused
+    from redismem.types import LongTermMemory
+
+    def memory(mid: str) -> LongTermMemory:
+        return LongTermMemory(mid, None, "knowledge", {}, mid, [], {}, 0, 0)
+
+    out = fused([[memory(mid) for mid in ranking] for ranking in rankings])
+    ids = [m.id for m, _ in out]
+    assert sorted(ids) == sorted({mid for ranking in rankings for mid in ranking})
+    for m, score in out:
+        assert score == sum(1.0 / (RRF_K + r.index(m.id) + 1) for r in rankings if m.id in r)
+    assert [s for _, s in out] == sorted((s for _, s in out), reverse=True)
+
+
+async def test_every_tool_and_bad_input_over_stdio_on_the_real_server(redis_url: str) -> None:
+    """Each tool's round trip, then every kind of bad input, through
+    ``redismem mcp`` as a subprocess on the real server: each refusal an
+    error result, and the server answers after all of them."""
+    ns = "mcp-" + uuid.uuid4().hex[:6]
+    s = {"scope": "session:s1"}
+    async with agent(redis_url, ns) as session:
+        call = session.call_tool
+        assert result(await call("memory_set", {**s, "key": "notes", "value": {"a": 1},
+                                                "ttl_seconds": 3600})) == {"revision": 1}
+        assert result(await call("memory_merge", {**s, "key": "notes", "patch": {"b": 2}})) == {
+            "revision": 2}
+        assert result(await call("memory_get", {**s, "key": "notes"}))["value"] == {"a": 1,
+                                                                                    "b": 2}
+        assert result(await call("memory_list", {**s}))["keys"] == [{"key": "notes",
+                                                                     "revision": 2}]
+        assert [e["action"] for e in result(await call("memory_changes", {}))["events"]] == [
+            "set", "merge"]
+        assert result(await call("memory_delete", {**s, "key": "notes",
+                                                   "expected_revision": 2})) == {"deleted": True}
+        ids = result(await call("thread_append", {"thread_id": "t", "events": [{"n": 1}]}))[
+            "ids"]
+        assert [e["id"] for e in result(await call("thread_recent", {"thread_id": "t"}))[
+            "events"]] == ids
+        kept = result(await call("remember", {"text": "the key is under the mat"}))
+        assert result(await call("recall", {"query": "mat"}))["memories"][0][
+            "memory_id"] == kept["memory_id"]
+        assert result(await call("forget", kept)) == kept
+        assert result(await call("recall", {"query": "mat"}))["memories"] == []
+        for tool, arguments, expected in [
+                ("memory_set", {**s, "key": "k", "value": 1, "expected_revision": 4},
+                 "conflict"),
+                ("memory_get", {"scope": "team:x", "key": "k"}, "unknown scope"),
+                ("memory_get", {**s, "key": ""}, "key"),
+                ("memory_get", {**s, "key": "k" * 600}, "key"),
+                ("memory_set", {**s, "key": "big", "value": "x" * 200_000}, "value_too_large"),
+                ("memory_list", {**s, "limit": -1}, "limit"),
+                ("memory_changes", {"after": -1}, "after"),
+                ("recall", {"query": " "}, "the query is empty"),
+                ("thread_append", {"thread_id": "a b", "events": [{}]}, "invalid_id")]:
+            assert expected in refusal(await call(tool, arguments)), (tool, arguments)
+        assert result(await call("memory_get", {**s, "key": "k"}))["found"] is False

@@ -19,8 +19,13 @@ from .base import CommandError, main, namespace_option, run_sync, url_option
                    "address other than loopback needs --token-file.")
 @click.option("--token-file", type=click.Path(exists=True, dir_okay=False), default=None,
               help="A file holding the bearer token every HTTP request must carry.")
+@click.option("--embedder", default="auto", show_default=True, envvar="REDISMEM_EMBEDDER",
+              metavar="SPEC",
+              help="How remember and recall embed texts: none (BM25 text search only), "
+                   "wordllama (a local model: the embed extra), auto (wordllama when "
+                   "installed), or MODULE:CALLABLE, a function of one text returning a vector.")
 def mcp_cmd(url: str | None, namespace: str, listen: str | None,
-            token_file: str | None) -> None:
+            token_file: str | None, embedder: str) -> None:
     """Serve the namespace's memory to MCP clients (agents) over stdio.
 
     An MCP host starts it: {"command": "redismem", "args": ["mcp",
@@ -30,6 +35,13 @@ def mcp_cmd(url: str | None, namespace: str, listen: str | None,
     thread_recent, remember, recall, forget (docs/mcp.md). With --http it
     serves streamable HTTP instead."""
     host, port, token = _http_args(listen, token_file)
+    from ..embedders import load
+    from ..errors import InvalidArgumentError
+
+    try:
+        chosen = load(embedder)
+    except InvalidArgumentError as exc:
+        raise click.BadParameter(str(exc), param_hint="--embedder") from None
     try:
         from ..mcp_server import build, serve_http
     except ImportError as exc:
@@ -37,7 +49,7 @@ def mcp_cmd(url: str | None, namespace: str, listen: str | None,
                            f"({exc})", "missing_extra") from None
 
     async def serve() -> None:
-        server = build(url, namespace)
+        server = build(url, namespace, chosen)
         try:
             if host is None:
                 await server.run_stdio_async()
