@@ -222,9 +222,14 @@ async def test_streamable_http_with_a_token_and_refused_without(redis_url: str,
     import socket
     import subprocess
     import time
+    import warnings
 
     import httpx2
+    import mcp_types
     from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.exceptions import MCPDeprecationWarning
+
+    import redismem
 
     from .test_cli import run_script
 
@@ -257,15 +262,29 @@ async def test_streamable_http_with_a_token_and_refused_without(redis_url: str,
             wrong = await anonymous.post(url, json={}, headers={"Authorization": "Bearer no"})
             assert wrong.status_code == 401
         bearer = {"Authorization": f"Bearer {token.read_text().strip()}"}
+        heard: asyncio.Queue[str] = asyncio.Queue()
+
+        async def on_message(message: Any) -> None:
+            if isinstance(message, mcp_types.ResourceUpdatedNotification):
+                heard.put_nowait(str(message.params.uri))
+
         async with httpx2.AsyncClient(headers=bearer) as http, \
                 streamable_http_client(url, http_client=http) as (read, write), \
-                ClientSession(read, write) as session:
+                ClientSession(read, write, message_handler=on_message) as session:
             await session.initialize()
             assert {t.name for t in (await session.list_tools()).tools} == TOOLS
             assert result(await session.call_tool("memory_set", {
                 "scope": "global", "key": "k", "value": [1]})) == {"revision": 1}
             assert result(await session.call_tool("memory_get", {
                 "scope": "global", "key": "k"}))["value"] == [1]
+            # a subscription's notification comes on the session's own stream
+            uri = f"redismem://{ns}/global/_/k"
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await session.subscribe_resource(uri)
+            async with await redismem.connect(redis_url, namespace=ns) as other:
+                await other.global_scope().set("k", [2])
+            assert await asyncio.wait_for(heard.get(), 30) == uri
     finally:
         served.terminate()
         out, err = served.communicate(timeout=30)
