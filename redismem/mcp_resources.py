@@ -156,9 +156,11 @@ async def _all_values(memory: Memory) -> list[Listed]:
     for member in await client.zrange(K.scopes(ns), 0, -1):
         try:
             tag, scope, sid = K.scope_entry(member.decode())
-        except (UnicodeDecodeError, ValueError):
+            check.check_id("scope id", sid)
+        except (UnicodeDecodeError, ValueError, RedisMemError):
             continue  # a raw write: `redismem audit` names it
-        if tag == K.kind_tag("value") and scope in _SCOPES:
+        if tag == K.kind_tag("value") and scope in _SCOPES and (
+                scope != "global" or sid == check.GLOBAL_ID):
             scopes.append((scope, sid))
     found: list[Listed] = []
     for scope, sid in sorted(scopes):

@@ -389,6 +389,11 @@ async def test_resources_list_pages_without_repeats_or_gaps() -> None:
         for i in range(7):
             await memory.session("s").set(f"k{i}", i)
             await memory.workflow("w").set(f"k{i}", i)
+        # raw registry members that name no scope are passed over
+        from redismem import keys as K
+
+        await memory.client.zadd(K.scopes(ns), {"val:session:bad id": 0, "val:team:x": 0,
+                                                "val:global:x": 0, "garbage": 0, b"\xff": 0})
         await clock_past_writes(memory)
         seen: list[str] = []
         cursor = None
