@@ -133,6 +133,10 @@ def ephemeral_ports() -> tuple[int, int]:
         return 32768, 65535
 
 
+FREE_PORT_SPAN = 12_000
+"""free_port picks from this many ports below the ephemeral range."""
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago, below the
     ephemeral range: while a server is down, clients retrying it must not
@@ -142,7 +146,7 @@ def free_port() -> int:
     low, _ = ephemeral_ports()
     rng = random.SystemRandom()
     for _ in range(100):
-        port = rng.randrange(max(1024, low - 12_000), low)
+        port = rng.randrange(max(1024, low - FREE_PORT_SPAN), low)
         if _port_free(port):
             return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:

@@ -4,6 +4,7 @@ the embedded server's redis-server with its modules, formed from Python
 
 from __future__ import annotations
 
+import random
 import shutil
 import subprocess
 import time
@@ -11,17 +12,32 @@ from pathlib import Path
 
 import redis
 
-from redismem.server import _port_free, find_binaries, free_port
+from redismem.server import (
+    FREE_PORT_SPAN,
+    _port_free,
+    ephemeral_ports,
+    find_binaries,
+    free_port,
+)
 
 SLOTS = 16384
 BUS_OFFSET = 10_000  # a node's cluster bus listens on its port + 10000
 
 
 def _node_port() -> int:
-    while True:
-        port = free_port()
-        if port + BUS_OFFSET < 65536 and _port_free(port + BUS_OFFSET):
+    """A free port for a node whose bus port (+10000) is free too, both below
+    the ports free_port() gives the suite's other servers: a node a test
+    killed must find its ports free when it starts again, and a client
+    retrying the dead node's address must not reach another test's server
+    (it met that server's password: a refused login, not an outage)."""
+    low, _ = ephemeral_ports()
+    top = low - FREE_PORT_SPAN - BUS_OFFSET
+    rng = random.SystemRandom()
+    for _ in range(1000):
+        port = rng.randrange(1024, top) if top > 2048 else free_port()
+        if port + BUS_OFFSET < 65536 and _port_free(port) and _port_free(port + BUS_OFFSET):
             return port
+    raise RuntimeError("no free pair of ports for a cluster node")
 
 
 class LocalCluster:
