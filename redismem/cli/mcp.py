@@ -32,8 +32,9 @@ def mcp_cmd(url: str | None, namespace: str, listen: str | None,
     "--namespace", "NS"], "env": {"REDISMEM_URL": "..."}}. It acts with the
     URL's credentials. Tools: memory_get, memory_set, memory_merge,
     memory_delete, memory_list, memory_changes, thread_append,
-    thread_recent, remember, recall, forget (docs/mcp.md). With --http it
-    serves streamable HTTP instead."""
+    thread_recent, remember, recall, forget (docs/mcp.md). Every value is
+    also a resource, redismem://NS/SCOPE/ID/KEY, that a client may read and
+    subscribe to. With --http it serves streamable HTTP instead."""
     host, port, token = _http_args(listen, token_file)
     from ..embedders import load
     from ..errors import InvalidArgumentError
