@@ -2,8 +2,9 @@
 
 Every value is the resource ``redismem://NS/SCOPE/ID/KEY`` (each part
 percent-encoded; the global scope's ID is ``_``). ``resources/list`` pages
-the namespace's values most recently changed first; ``resources/read``
-returns a value's JSON, with its revision in ``_meta``.
+the namespace's values most recently changed first (reading them all for a
+listing's first page, and the change feed for the next ones);
+``resources/read`` returns a value's JSON, with its revision in ``_meta``.
 
 A client is told when a value it subscribed to changes or is deleted, by
 any writer, through the namespace's change feed (one ``watch`` per server,
@@ -16,10 +17,14 @@ started by the first subscription), not by polling keys: with
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
+import itertools
 import json
 import logging
+import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 from urllib.parse import quote, unquote
@@ -110,7 +115,7 @@ async def listing(memory: Memory, cursor: str | None, limit: int = PAGE_SIZE
     changed between two pages, which would move ahead of the cursor, is
     listed among the later ones (perhaps a second time). Each page reads
     every live key name and its time of change: a cost in proportion to
-    the namespace's values.
+    the namespace's values (``Listings`` reads them for a first page only).
 
     Raises:
         ValueError: a cursor this function did not return.
@@ -133,9 +138,11 @@ async def listing(memory: Memory, cursor: str | None, limit: int = PAGE_SIZE
         place = None
     since = sorted((item for item in found if item.changed_ms >= began and
                     (place is None or item.uri > place[1])), key=lambda item: item.uri)
-    room = limit - len(page)
-    page += since[:room]
-    return page, (f"{began}|late|{page[-1].uri}" if len(since) > room else None)
+    taken = since[:limit - len(page)]
+    page += taken
+    if len(taken) < len(since):  # SCHEME: before every URI, for a page of earlier ones only
+        return page, f"{began}|late|{taken[-1].uri if taken else SCHEME}"
+    return page, None
 
 
 def _cursor_place(cursor: str) -> tuple[int, tuple[int, str] | None, bool]:
@@ -147,6 +154,119 @@ def _cursor_place(cursor: str) -> tuple[int, tuple[int, str] | None, bool]:
             not uri.startswith(SCHEME):
         raise ValueError(f"not a cursor of resources/list: {cursor[:100]!r}")
     return int(began), (-int(changed) if changed != "late" else 0, uri), changed == "late"
+
+
+class Listings:
+    """``listing`` that reads the namespace once per listing, not once per
+    page: the first page keeps what it read (a snapshot, at most
+    ``keep`` of them, each for ``keep_seconds`` after its last use), and
+    each later page learns from the change feed which values were written
+    or deleted since, giving the very pages ``listing`` gives. A cursor
+    whose snapshot is gone (another server process, a restart, a feed
+    trimmed past it) is served by ``listing``."""
+
+    def __init__(self, keep: int = 4, keep_seconds: float = 600.0) -> None:
+        self.keep, self.keep_seconds = keep, keep_seconds
+        self._snapshots: dict[int, _Snapshot] = {}
+
+    async def page(self, memory: Memory, cursor: str | None, limit: int = PAGE_SIZE
+                   ) -> tuple[list[Listed], str | None]:
+        """As :func:`listing`."""
+        now = time.monotonic()
+        for began in [b for b, s in self._snapshots.items() if now - s.used > self.keep_seconds]:
+            del self._snapshots[began]
+        if cursor is None:
+            seconds, micros = await memory.client.time()
+            began = seconds * 1000 + micros // 1000
+            # read after the clock: every event after it is of a write at or after `began`
+            sequence = await feed.current_sequence(memory.client, memory.namespace)
+            found = await _all_values(memory)
+            snapshot = _Snapshot(
+                sorted((item for item in found if item.changed_ms < began),
+                       key=lambda item: (-item.changed_ms, item.uri)),
+                {item.uri for item in found if item.changed_ms >= began}, sequence, now)
+            if len(self._snapshots) >= self.keep:
+                del self._snapshots[min(self._snapshots, key=lambda b: self._snapshots[b].used)]
+            self._snapshots[began] = snapshot
+            return await snapshot.page(memory, began, None, False, limit)
+        began, place, late = _cursor_place(cursor)
+        kept = self._snapshots.get(began)
+        if kept is not None:
+            kept.used = now
+            try:
+                await kept.catch_up(memory)
+                return await kept.page(memory, began, place, late, limit)
+            except (CursorExpiredError, PermissionDeniedError, NoPermissionError):
+                del self._snapshots[began]
+        return await listing(memory, cursor, limit)
+
+
+@dataclass
+class _Snapshot:
+    """What the first page of a listing read: the values changed before it
+    began (most recent first), those changed since (``late``, URIs), and
+    the feed sequence up to which writes since are known (in ``late`` too)."""
+
+    before: list[Listed]
+    late: set[str]
+    sequence: int
+    used: float
+
+    async def catch_up(self, memory: Memory) -> None:
+        """Add to ``late`` the values written or deleted since ``sequence``."""
+        while True:
+            got = await memory.changes(after=self.sequence, limit=1000, kind="value")
+            for event in got.items:
+                self.late.add(value_uri(memory.namespace, event.scope, event.scope_id,
+                                        event.key))
+            if got.next_cursor == self.sequence:
+                return
+            self.sequence = got.next_cursor
+
+    async def page(self, memory: Memory, began: int, place: tuple[int, str] | None,
+                   late: bool, limit: int) -> tuple[list[Listed], str | None]:
+        page: list[Listed] = []
+        if not late:
+            start = 0 if place is None else bisect.bisect_right(
+                self.before, place, key=lambda item: (-item.changed_ms, item.uri))
+            for item in itertools.islice(self.before, start, None):
+                if item.uri in self.late:
+                    continue  # written since the listing began: listed among the late ones
+                if len(page) == limit:
+                    return page, f"{began}|{page[-1].changed_ms}|{page[-1].uri}"
+                page.append(item)
+            place = None
+        since = sorted(uri for uri in self.late if place is None or uri > place[1])
+        last = SCHEME  # before every URI: no late value on this page yet
+        for first in range(0, len(since), _HMGET_BATCH):
+            for item in await _read_listed(memory, since[first:first + _HMGET_BATCH]):
+                if len(page) == limit:
+                    return page, f"{began}|late|{last}"
+                page.append(item)
+                last = item.uri
+        return page, None
+
+
+async def _read_listed(memory: Memory, uris: list[str]) -> list[Listed]:
+    """The values of ``uris`` that exist (a URI of a scope this credential
+    may not read counts as absent), in the order given."""
+    client: Any = memory.client
+    ns = memory.namespace
+    named = [(uri, *parse_uri(uri, ns)) for uri in uris]
+    pipe = client.pipeline(transaction=False)
+    for _, scope, sid, key in named:
+        pipe.hmget(K.value(ns, scope, sid, key), ["rev", "ts"])
+    found = []
+    for (uri, scope, sid, key), reply in zip(named, await pipe.execute(raise_on_error=False),
+                                             strict=True):
+        if isinstance(reply, NoPermissionError):
+            continue
+        if isinstance(reply, Exception):
+            raise reply
+        rev, ts = reply
+        if rev is not None:
+            found.append(Listed(uri, key, scope, sid, _int(rev), _int(ts)))
+    return found
 
 
 async def _all_values(memory: Memory) -> list[Listed]:
@@ -307,6 +427,7 @@ def register(server: MCPServer[Any], memory: Callable[[], Memory], ns: str,
     """Serve the values of ``memory()`` as resources on ``server``: the
     template, list, read, and (before 2026-07-28) subscribe requests."""
     lowlevel = server._lowlevel_server  # add_request_handler: the SDK's handler seam
+    listings = Listings()
 
     async def list_templates(ctx: Any, params: types.PaginatedRequestParams
                              ) -> types.ListResourceTemplatesResult:
@@ -320,7 +441,7 @@ def register(server: MCPServer[Any], memory: Callable[[], Memory], ns: str,
     async def list_resources(ctx: Any, params: types.PaginatedRequestParams
                              ) -> types.ListResourcesResult:
         with resource_errors(None):
-            page, cursor = await listing(memory(), params.cursor)
+            page, cursor = await listings.page(memory(), params.cursor)
         return types.ListResourcesResult(next_cursor=cursor, resources=[types.Resource(
             uri=item.uri, name=item.key, title=f"{item.key} ({item.scope}:{item.sid})",
             description=f"value {item.key!r} of scope {item.scope}:{item.sid}, revision "

@@ -699,3 +699,80 @@ async def test_every_tool_and_bad_input_over_stdio_on_the_real_server(redis_url:
                 ("thread_append", {"thread_id": "a b", "events": [{}]}, "invalid_id")]:
             assert expected in refusal(await call(tool, arguments)), (tool, arguments)
         assert result(await call("memory_get", {**s, "key": "k"}))["found"] is False
+
+
+async def test_a_listing_ending_its_older_values_on_a_page_boundary_misses_no_later_one(
+        ) -> None:
+    import redismem
+    from redismem.mcp_resources import Listings, listing
+
+    async with await redismem.connect("memory://", namespace="b" + uuid.uuid4().hex[:6]
+                                      ) as memory:
+        scope = memory.workflow("w")
+        for key in ("m", "n", "o", "p"):
+            await scope.set(key, 1)
+        await clock_past_writes(memory)
+        for lister in (listing, Listings().page):
+            seen: list[str] = []
+            page, cursor = await lister(memory, None, 2)
+            await scope.set(f"a{len(seen)}{lister is listing}", 2)  # sorts first among the late
+            while True:
+                seen += [item.key for item in page]
+                if cursor is None:
+                    break
+                page, cursor = await lister(memory, cursor, 2)
+            assert sorted(seen[:4]) == ["m", "n", "o", "p"] and len(seen) == 5, seen
+            await scope.delete(seen[-1])
+
+
+@pytest.mark.parametrize("seed", range(6))
+async def test_kept_listings_give_the_pages_a_fresh_read_gives(seed: int,
+                                                               monkeypatch: Any) -> None:
+    """Listings reads the namespace for a listing's first page only, and
+    then the change feed; at every page, with writes, deletes and new keys
+    between pages, its page is the one listing() reads afresh."""
+    import random
+
+    import redismem
+    from redismem import mcp_resources
+    from redismem.mcp_resources import Listings, listing
+
+    rng = random.Random(seed)
+    async with await redismem.connect("memory://", namespace="k" + uuid.uuid4().hex[:6]
+                                      ) as memory:
+        scopes = [memory.session("s"), memory.workflow("w"), memory.global_scope()]
+        for i in range(rng.randrange(0, 30)):
+            await rng.choice(scopes).set(f"k{i}", i)
+        if rng.random() < 0.5:
+            await clock_past_writes(memory)
+        kept = Listings()
+        reads = 0
+        real = mcp_resources._all_values
+
+        async def counted(m: Any) -> Any:
+            nonlocal reads
+            reads += 1
+            return await real(m)
+
+        monkeypatch.setattr(mcp_resources, "_all_values", counted)
+        limit = rng.randrange(1, 6)
+        _, cursor = await kept.page(memory, None, limit)
+        while cursor is not None:
+            for _ in range(rng.randrange(0, 4)):
+                scope, key = rng.choice(scopes), f"k{rng.randrange(40)}"
+                if rng.random() < 0.3:
+                    await scope.delete(key)
+                else:
+                    await scope.set(key, rng.random())
+            before = reads
+            fresh = await listing(memory, cursor, limit)
+            assert reads == before + 1
+            assert await kept.page(memory, cursor, limit) == fresh
+            assert reads == before + 1  # the kept listing read only the feed
+            cursor = fresh[1]
+        # and a cursor another process (without the snapshot) is given works too
+        other = Listings()
+        _, cursor = await kept.page(memory, None, limit)
+        if cursor is not None:
+            assert await other.page(memory, cursor, limit) == await listing(memory, cursor,
+                                                                             limit)
