@@ -322,9 +322,8 @@ class FeedNotifier:
     subscribe to it) plus the sessions that sent ``resources/subscribe``;
     ``run`` follows the namespace's feed from the first subscription on
     and tells both of every value that changes. A ``resources/subscribe``
-    is answered once the watcher knows where the feed stands, so no change
-    after the answer is missed; a listen stream's first subscription wakes
-    the watcher while its acknowledgment is sent.
+    is answered, and a listen stream acknowledged, once the watcher knows
+    where the feed stands, so no change after the answer is missed.
     """
 
     def __init__(self) -> None:
@@ -350,9 +349,13 @@ class FeedNotifier:
 
     async def add(self, uri: str, session: ServerSession) -> None:
         """Tell ``session`` of changes to ``uri``: every change after this
-        returns (it waits, at most PLACE_WAIT seconds, for the watcher to
-        know where the feed stands)."""
+        returns."""
         self._sessions.setdefault(uri, {})[_connection_of(session)] = session
+        await self.placed()
+
+    async def placed(self) -> None:
+        """Start the watcher, and wait (at most PLACE_WAIT seconds) until it
+        knows where the feed stands: a change after this returns is seen."""
         self._wanted.set()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._placed.wait(), PLACE_WAIT)
@@ -397,6 +400,7 @@ class FeedNotifier:
             except PermissionDeniedError as exc:
                 self.refused = str(exc)
                 log.warning("resource subscriptions are off: %s", exc)
+                self._placed.set()  # nobody waits for a place there will never be
                 return
             except CursorExpiredError:
                 after = None
@@ -475,6 +479,20 @@ def register(server: MCPServer[Any], memory: Callable[[], Memory], ns: str,
         notifier.remove(str(params.uri), ctx.session)
         return types.EmptyResult()
 
+    listen = lowlevel.get_request_handler("subscriptions/listen")
+    if listen is not None:  # acknowledged once the feed's place is known
+        served = listen.handler
+
+        async def placed_listen(ctx: Any, params: types.SubscriptionsListenRequestParams
+                                ) -> Any:
+            if params.notifications.resource_subscriptions:
+                with resource_errors(None):
+                    await notifier.check_readable(memory())
+                    await notifier.placed()
+            return await served(ctx, params)
+
+        lowlevel.add_request_handler("subscriptions/listen",
+                                     types.SubscriptionsListenRequestParams, placed_listen)
     lowlevel.add_request_handler("resources/templates/list", types.PaginatedRequestParams,
                                  list_templates)
     lowlevel.add_request_handler("resources/list", types.PaginatedRequestParams, list_resources)

@@ -540,6 +540,18 @@ async def test_a_workers_agent_reads_resources_it_may_and_is_refused_the_rest(
             else:
                 raise AssertionError("a worker listed or subscribed")
         assert json.loads((await worker.read_resource(uri)).contents[0].text) == {"max": 3}
+    # a 2026-07-28 client's listen stream is refused the same way
+    async with role_user(redis_server, "worker", "mcpw") as (ns, url, _), \
+            Client(build(url, ns)) as client:
+        try:
+            async with client.listen(resource_subscriptions=[f"redismem://{ns}/global/_/r"]):
+                pass
+        except MCPError as exc:
+            assert str(exc).startswith("permission denied"), str(exc)
+        else:
+            raise AssertionError("a worker's listen stream was acknowledged")
+        assert result(await client.call_tool("memory_get", {"scope": "global", "key": "r"}))[
+            "found"] is False  # and it goes on serving
 
 
 # recall by meaning: an embedder
@@ -776,3 +788,25 @@ async def test_kept_listings_give_the_pages_a_fresh_read_gives(seed: int,
         if cursor is not None:
             assert await other.page(memory, cursor, limit) == await listing(memory, cursor,
                                                                              limit)
+
+
+@pytest.mark.parametrize("server", ["redis", "cluster"], indirect=True)
+async def test_resources_and_listen_on_the_real_server_and_a_cluster(server_url: str) -> None:
+    from mcp.shared.subscriptions import ResourceUpdated
+
+    import redismem
+
+    ns = "mcp-" + uuid.uuid4().hex[:6]
+    uri = f"redismem://{ns}/session/s1/plan"
+    async with Client(build(server_url, ns)) as client, \
+            await redismem.connect(server_url, namespace=ns) as other:
+        await other.session("s1").set("plan", {"city": "Lisbon"})
+        await other.global_scope().set("rules", [1])
+        assert sorted(r.uri for r in (await client.list_resources()).resources) == [
+            f"redismem://{ns}/global/_/rules", uri]
+        read = (await client.read_resource(uri)).contents[0]
+        assert json.loads(read.text) == {"city": "Lisbon"} and read.meta == {"revision": 1}
+        async with client.listen(resource_subscriptions=[uri]) as stream:
+            await other.global_scope().set("rules", [2])
+            await other.session("s1").set("plan", {"city": "Porto"})
+            assert await anext(stream) == ResourceUpdated(uri=uri)
