@@ -33,6 +33,7 @@ from redis.exceptions import AuthenticationError, ResponseError
 
 from . import _validate as check
 from . import server
+from ._packing import fast_packing
 from .errors import (
     EvictionPolicyError,
     InvalidArgumentError,
@@ -264,8 +265,9 @@ async def open_client(url: str, *, cluster_timeout: float = CLUSTER_TIMEOUT,
     if scheme in CLUSTER_SCHEMES:
         return await _ready(_cluster_client(url, scheme, cluster_timeout), cluster_bound)
     # the first contact is retried here, within the bound; later calls by redis-py
-    client = Redis.from_url(url, max_connections=MAX_CONNECTIONS, retry=Retry(NoBackoff(), 0),
-                            socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=SOCKET_TIMEOUT)
+    client = fast_packing(Redis.from_url(
+        url, max_connections=MAX_CONNECTIONS, retry=Retry(NoBackoff(), 0),
+        socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=SOCKET_TIMEOUT))
     where = urlsplit(url).netloc.rpartition("@")[2] or url.split("://", 1)[1]
     try:
         clustered = await _first_contact(client, where, bound,
