@@ -21,7 +21,7 @@ from redismem.langgraph import RedismemStore
 from redismem.langgraph.store import item_key, split_key
 
 LABELS = st.sampled_from(["users", "u1", "u:2", "a b", "{x}", "*", "the", "and", "é", "a/b",
-                          "100%", "memories"])
+                          "100%", "memories", "langgraph"])
 NAMESPACES = st.lists(LABELS, min_size=1, max_size=3).map(tuple)
 KEYS = st.sampled_from(["k1", "k2", "prefs", "a.b", "x/y", "with space", "ü"])
 VALUES = st.fixed_dictionaries({"n": st.integers(0, 5)},
@@ -53,23 +53,44 @@ def live_namespaces(reference: InMemoryStore) -> set[tuple[str, ...]]:
     return {ns for ns, items in reference._data.items() if items}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+def outcome(call: Any, *args: Any) -> Any:
+    """What a call returned, or the type of what it raised."""
+    try:
+        return call(*args)
+    except Exception as exc:  # compared by type
+        return type(exc)
+
+
+@pytest.mark.parametrize("api", ["sync", "async"])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(ops=st.lists(OPS, min_size=1, max_size=25))
-def test_random_operations_give_what_inmemorystore_gives(sync_url: str,
+def test_random_operations_give_what_inmemorystore_gives(sync_url: str, api: str,
                                                          ops: list[tuple[Any, ...]]) -> None:
+    """``api``: the sync methods (BaseStore's, through batch), or the async
+    ones (RedismemStore's own aget and aput)."""
     reference = InMemoryStore()
     store = RedismemStore(url=sync_url, namespace="lgs" + uuid.uuid4().hex[:10])
+    if api == "sync":
+        put, get, delete = store.put, store.get, store.delete
+    else:
+        def put(*args: Any) -> None:
+            store._sync(store.aput(*args))
+
+        def get(*args: Any) -> Any:
+            return store._sync(store.aget(*args))
+
+        def delete(*args: Any) -> None:
+            store._sync(store.adelete(*args))
     try:
         for op in ops:
             if op[0] == "put":
-                reference.put(op[1], op[2], op[3])
-                store.put(op[1], op[2], op[3])
+                assert outcome(reference.put, *op[1:]) == outcome(put, *op[1:]), op
             elif op[0] == "delete":
                 reference.delete(op[1], op[2])
-                store.delete(op[1], op[2])
+                delete(op[1], op[2])
             elif op[0] == "get":
-                want, got = reference.get(op[1], op[2]), store.get(op[1], op[2])
+                want, got = reference.get(op[1], op[2]), get(op[1], op[2])
                 assert (got is None) == (want is None), op
                 if want is not None and got is not None:
                     assert (got.namespace, got.key, got.value) == (want.namespace, want.key,

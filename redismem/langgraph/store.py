@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from langgraph.store.base import (
+    NOT_PROVIDED,
     BaseStore,
     GetOp,
     IndexConfig,
@@ -29,6 +30,7 @@ from langgraph.store.base import (
     Item,
     ListNamespacesOp,
     MatchCondition,
+    NotProvided,
     Op,
     PutOp,
     Result,
@@ -124,6 +126,38 @@ class RedismemStore(Lifecycle, BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         return self._sync(self.abatch(list(ops)))  # type: ignore[no-any-return]
+
+    # one op: BaseStore's aget and aput build a batch of one op and send it
+    # through abatch; these go straight to the one call they make
+
+    async def aget(self, namespace: tuple[str, ...], key: str, *,
+                   refresh_ttl: bool | None = None) -> Item | None:
+        if self.ttl_config is not None:
+            return await super().aget(namespace, key, refresh_ttl=refresh_ttl)
+        namespace, key = tuple(namespace), str(key)
+        name = item_key(namespace, key)
+        scope = await self._scope()
+        got = (await self._read(scope, [name])).get(name)
+        if got is None:
+            return None
+        if refresh_ttl is not False:  # LangGraph's default without a ttl config: refresh
+            await self._refresh(scope, {name: got})
+        return got.item_at(namespace, key)
+
+    async def aput(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any],
+                   index: Literal[False] | list[str] | None = None, *,
+                   ttl: float | NotProvided | None = NOT_PROVIDED) -> None:
+        if self.ttl_config is not None:
+            return await super().aput(namespace, key, value, index, ttl=ttl)
+        namespace, key = tuple(namespace), str(key)
+        name = item_key(namespace, key)
+        if namespace[0] == "langgraph":
+            raise InvalidNamespaceError(
+                f'Root label for namespace cannot be "langgraph". Got: {namespace}')
+        op = PutOp(namespace, key, value, index=index,
+                   ttl=None if isinstance(ttl, NotProvided) else ttl)
+        await self._write(await self._scope(), {name: op})
+        return None
 
     # the batch: reads see the store as it was before the batch's puts, as
     # LangGraph's InMemoryStore does; of two puts of one item the last wins
