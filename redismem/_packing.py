@@ -41,17 +41,18 @@ class _Packer:
         return [hiredis.pack_command(args)]
 
 
-def fast_packing(client: Redis) -> Redis:
-    """``client`` (a standalone client not yet connected), its connections
-    packing plain commands with hiredis alone."""
-    pool = client.connection_pool
-    kwargs = pool.connection_kwargs
-    if kwargs.get("encoding", "utf-8").lower().replace("_", "-") not in (
-            "utf-8", "utf8") or kwargs.get("encoding_errors", "strict") != "strict":
-        return client
-    base = pool.connection_class
+def packs_plainly(kwargs: dict[str, Any]) -> bool:
+    """Whether connections made with ``kwargs`` encode texts as hiredis does
+    (UTF-8, strictly: redis-py's default)."""
+    return bool(kwargs.get("encoding", "utf-8").lower().replace("_", "-") in ("utf-8", "utf8")
+                and kwargs.get("encoding_errors", "strict") == "strict")
 
-    class Packed(base):  # type: ignore[valid-type,misc]
+
+def packed_class(base: type) -> type:
+    """A subclass of connection class ``base`` whose connections pack plain
+    commands with hiredis alone."""
+
+    class Packed(base):  # type: ignore[misc]
         def __init__(self, *args: Any, **kw: Any) -> None:
             super().__init__(*args, **kw)
             usual = getattr(self, "_command_packer", None)
@@ -59,5 +60,13 @@ def fast_packing(client: Redis) -> Redis:
                 self._command_packer = _Packer(usual)
 
     Packed.__name__ = Packed.__qualname__ = base.__name__
-    pool.connection_class = Packed
+    return Packed
+
+
+def fast_packing(client: Redis) -> Redis:
+    """``client`` (a standalone client not yet connected), its connections
+    packing plain commands with hiredis alone."""
+    pool = client.connection_pool
+    if packs_plainly(pool.connection_kwargs):
+        pool.connection_class = packed_class(pool.connection_class)
     return client

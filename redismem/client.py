@@ -33,7 +33,7 @@ from redis.exceptions import AuthenticationError, ResponseError
 
 from . import _validate as check
 from . import server
-from ._packing import fast_packing
+from ._packing import fast_packing, packed_class, packs_plainly
 from .errors import (
     EvictionPolicyError,
     InvalidArgumentError,
@@ -159,6 +159,11 @@ class _Cluster(RedisCluster):
         super().__init__(*args, **kwargs)
         self.commands_parser = _FunctionKeys(self)
         self.cluster_timeout = cluster_timeout
+        if packs_plainly(self.connection_kwargs):  # the nodes it finds make packed connections
+            packed = packed_class(self.connection_kwargs["connection_class"])
+            self.connection_kwargs["connection_class"] = packed
+            for node in self.nodes_manager.startup_nodes.values():
+                node.connection_class = packed
 
     async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
         send = super().execute_command

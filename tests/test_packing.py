@@ -52,3 +52,20 @@ async def test_a_client_of_redismem_packs_plain_commands_with_hiredis(redis_url:
     latin = fast_packing(Redis.from_url(redis_url, encoding="latin-1"))
     assert not isinstance(latin.connection_pool.make_connection()._command_packer, _Packer)
     await latin.aclose()
+
+
+async def test_a_cluster_clients_node_connections_pack_with_hiredis(redis_cluster: Any) -> None:
+    from redismem.client import open_client
+
+    client = await open_client(redis_cluster.url)
+    try:
+        for i in range(20):  # keys on every node
+            await client.set(f"packing:{i}", f"é{i}")
+            assert await client.get(f"packing:{i}") == f"é{i}".encode()
+        packers = {type(connection._command_packer) for node in client.get_nodes()
+                   for connection in node._connections}
+        assert packers == {_Packer}
+    finally:
+        for i in range(20):
+            await client.delete(f"packing:{i}")
+        await client.aclose()
