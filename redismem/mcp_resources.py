@@ -121,28 +121,16 @@ async def listing(memory: Memory, cursor: str | None, limit: int = PAGE_SIZE
         ValueError: a cursor this function did not return.
     """
     if cursor is None:
-        seconds, micros = await memory.client.time()
-        began, place, late = seconds * 1000 + micros // 1000, None, False
+        began, place, late = await _server_ms(memory), None, False
     else:
         began, place, late = _cursor_place(cursor)
-    found = await _all_values(memory)
-    page: list[Listed] = []
-    if not late:
-        before = sorted((item for item in found if item.changed_ms < began),
-                        key=lambda item: (-item.changed_ms, item.uri))
-        if place is not None:
-            before = [item for item in before if (-item.changed_ms, item.uri) > place]
-        page = before[:limit]
-        if len(before) > limit:
-            return page, f"{began}|{page[-1].changed_ms}|{page[-1].uri}"
-        place = None
-    since = sorted((item for item in found if item.changed_ms >= began and
-                    (place is None or item.uri > place[1])), key=lambda item: item.uri)
-    taken = since[:limit - len(page)]
-    page += taken
-    if len(taken) < len(since):  # SCHEME: before every URI, for a page of earlier ones only
-        return page, f"{began}|late|{taken[-1].uri if taken else SCHEME}"
-    return page, None
+    return await (await _Snapshot.read(memory, began, 0)).page(memory, began, place, late,
+                                                                 limit)
+
+
+async def _server_ms(memory: Memory) -> int:
+    seconds, micros = await memory.client.time()
+    return int(seconds) * 1000 + int(micros) // 1000
 
 
 def _cursor_place(cursor: str) -> tuple[int, tuple[int, str] | None, bool]:
@@ -176,15 +164,10 @@ class Listings:
         for began in [b for b, s in self._snapshots.items() if now - s.used > self.keep_seconds]:
             del self._snapshots[began]
         if cursor is None:
-            seconds, micros = await memory.client.time()
-            began = seconds * 1000 + micros // 1000
+            began = await _server_ms(memory)
             # read after the clock: every event after it is of a write at or after `began`
             sequence = await feed.current_sequence(memory.client, memory.namespace)
-            found = await _all_values(memory)
-            snapshot = _Snapshot(
-                sorted((item for item in found if item.changed_ms < began),
-                       key=lambda item: (-item.changed_ms, item.uri)),
-                {item.uri for item in found if item.changed_ms >= began}, sequence, now)
+            snapshot = await _Snapshot.read(memory, began, sequence)
             if len(self._snapshots) >= self.keep:
                 del self._snapshots[min(self._snapshots, key=lambda b: self._snapshots[b].used)]
             self._snapshots[began] = snapshot
@@ -211,6 +194,16 @@ class _Snapshot:
     late: set[str]
     sequence: int
     used: float
+
+    @classmethod
+    async def read(cls, memory: Memory, began: int, sequence: int) -> _Snapshot:
+        """The namespace's values now, for a listing that began at ``began``
+        (ms, the server's clock) with the feed at ``sequence``."""
+        found = await _all_values(memory)
+        return cls(sorted((item for item in found if item.changed_ms < began),
+                          key=lambda item: (-item.changed_ms, item.uri)),
+                   {item.uri for item in found if item.changed_ms >= began}, sequence,
+                   time.monotonic())
 
     async def catch_up(self, memory: Memory) -> None:
         """Add to ``late`` the values written or deleted since ``sequence``."""
@@ -239,7 +232,8 @@ class _Snapshot:
         since = sorted(uri for uri in self.late if place is None or uri > place[1])
         last = SCHEME  # before every URI: no late value on this page yet
         for first in range(0, len(since), _HMGET_BATCH):
-            for item in await _read_listed(memory, since[first:first + _HMGET_BATCH]):
+            named = [parse_uri(uri, memory.namespace) for uri in since[first:first + _HMGET_BATCH]]
+            for item in await _read_listed(memory, named):
                 if len(page) == limit:
                     return page, f"{began}|late|{last}"
                 page.append(item)
@@ -247,25 +241,26 @@ class _Snapshot:
         return page, None
 
 
-async def _read_listed(memory: Memory, uris: list[str]) -> list[Listed]:
-    """The values of ``uris`` that exist (a URI of a scope this credential
-    may not read counts as absent), in the order given."""
+async def _read_listed(memory: Memory, named: list[tuple[str, str, str]]) -> list[Listed]:
+    """The values of ``named`` ((scope, scope id, key) each) that exist (one
+    of a scope this credential may not read counts as absent), in the order
+    given: one pipeline."""
     client: Any = memory.client
     ns = memory.namespace
-    named = [(uri, *parse_uri(uri, ns)) for uri in uris]
     pipe = client.pipeline(transaction=False)
-    for _, scope, sid, key in named:
+    for scope, sid, key in named:
         pipe.hmget(K.value(ns, scope, sid, key), ["rev", "ts"])
     found = []
-    for (uri, scope, sid, key), reply in zip(named, await pipe.execute(raise_on_error=False),
-                                             strict=True):
+    for (scope, sid, key), reply in zip(named, await pipe.execute(raise_on_error=False),
+                                        strict=True):
         if isinstance(reply, NoPermissionError):
             continue
         if isinstance(reply, Exception):
             raise reply
         rev, ts = reply
         if rev is not None:
-            found.append(Listed(uri, key, scope, sid, _int(rev), _int(ts)))
+            found.append(Listed(value_uri(ns, scope, sid, key), key, scope, sid, _int(rev),
+                                _int(ts)))
     return found
 
 
@@ -294,15 +289,9 @@ async def _all_values(memory: Memory) -> list[Listed]:
                 page_cursor = page.next_cursor
                 if page_cursor is None:
                     break
-            for first in range(0, len(names), _HMGET_BATCH):
-                chunk = names[first:first + _HMGET_BATCH]
-                pipe = client.pipeline(transaction=False)
-                for name in chunk:
-                    pipe.hmget(K.value(ns, scope, sid, name), ["rev", "ts"])
-                for name, (rev, ts) in zip(chunk, await pipe.execute(), strict=True):
-                    if rev is not None:  # deleted since it was listed
-                        found.append(Listed(value_uri(ns, scope, sid, name), name, scope, sid,
-                                            _int(rev), _int(ts)))
+            for first in range(0, len(names), _HMGET_BATCH):  # those deleted since are left out
+                found += await _read_listed(memory, [(scope, sid, name) for name in
+                                                     names[first:first + _HMGET_BATCH]])
         except PermissionDeniedError:
             continue  # a scope this credential may not read is not listed
     return found
