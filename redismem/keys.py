@@ -399,3 +399,31 @@ def describe(key: str) -> str:
         return f"scope {parts[at]}:{parts[at + 1]} of namespace {ns}"
     words = _FAMILY_WORDS.get(parts[0])
     return f"{words} of namespace {ns}" if words else repr(key)
+
+
+CARRIED = {
+    "val": "values", "vec": "vectors", "keys": "key listings", "rev": "revisions",
+    "exp": "expiry listings", "vdims": "vector dimensions", "scopes": "the scope registry",
+    "cfg": "settings", "sessions": "sessions", "thr": "thread events", "threads": "threads",
+    "ltm": "long-term memories", "ltmz": "long-term memories", "ltmusers": "long-term memories",
+    "ltmdim": "long-term memories", "lgt": "LangGraph checkpoints",
+    "lgthreads": "LangGraph checkpoints", "lgr": "LangGraph checkpoints",
+}
+"""Key families an export carries, or an import rebuilds from what it
+carries (listings, indexes of the entries it writes), by their first part
+after ``rm:{ns}:``."""
+NOT_STATE = {
+    "feed": "the change feed", "seq": "the change feed", "feedsz": "the change feed",
+    "idx": "search indexes", "turn": "turns", "turns": "turns",
+    "who": "request records",
+}
+"""Key families that are no state an export carries: the feed (history:
+an import appends events of its own), search indexes (rebuilt), turns
+(who works where now: holders, waiters and tokens belong to the live
+fleet, and a token is the source's feed sequence) and the request
+records of retried calls (kept for minutes)."""
+
+
+def family(ns: str, key: str) -> str:
+    """The family of a key of ``ns``: its first part after ``rm:{ns}:``."""
+    return key[len(base(ns)):].split(":", 1)[0]

@@ -14,12 +14,13 @@ from typing import Any, cast
 from . import _validate as check
 from . import import_probe, limits, raw
 from . import keys as K
+from . import transfer_checkpoints as CP
 from . import vectors as V
 from .errors import InvalidExportError, RedisMemError
 from .functions import refusals, request_bytes
 from .records import event_json, long_term_memory, memory_event, memory_json
 from .store import RedisMemoryStore
-from .transfer import FORMAT, KINDS, RECORD_TYPES, VERSION, Progress
+from .transfer import FORMAT, KINDS, READS, RECORD_TYPES, Progress
 from .types import LongTermMemory
 
 _CALL_OVERHEAD = 4096
@@ -116,8 +117,9 @@ class Checker:
     def _header(self, record: dict[str, Any], line: int) -> Row:
         _fields(record, line, ("format", "version", "namespace"),
                 ("exported_at", "library_version"))
-        if record["format"] != FORMAT or record["version"] != VERSION:
-            raise _fail(line, f"not a {FORMAT} version {VERSION} file: format "
+        if record["format"] != FORMAT or record["version"] not in READS:
+            versions = " or ".join(map(str, READS))
+            raise _fail(line, f"not a {FORMAT} file of version {versions}: format "
                         f"{record['format']!r} version {record['version']!r}")
         self.namespace = check.check_id("namespace", record["namespace"])
         return Row(("header",), (), 0)
@@ -208,6 +210,18 @@ class Checker:
             embedding = record["embedding"]
         return Row(("memory",), (memory, embedding), len(text))
 
+    def _checkpoint(self, record: dict[str, Any], line: int) -> Row:
+        _fields(record, line, ("thread", "checkpoint_ns", "checkpoint_id", "parent", "run",
+                               "checkpoint", "metadata", "channels", "blobs"))
+        row = CP.checkpoint_row(record)
+        return Row(("checkpoint", row.thread), (row,), 0)
+
+    def _checkpoint_writes(self, record: dict[str, Any], line: int) -> Row:
+        _fields(record, line, ("thread", "checkpoint_ns", "checkpoint_id", "task", "path",
+                               "writes"))
+        row = CP.writes_row(record)
+        return Row(("checkpoint_writes", row.thread), (row,), 0)
+
     def _raw(self, record: dict[str, Any], line: int) -> Row:
         checked = raw.check(record, self.max_value_bytes, self.max_call_bytes)
         return Row(("raw",), (checked,), 0)
@@ -215,9 +229,10 @@ class Checker:
 
 def max_line_bytes(max_value_bytes: int) -> int:
     """The longest line an import reads by default: a record of a value of
-    ``max_value_bytes`` escaped twice over, or a raw record of it in base64,
-    with room for its other fields."""
-    return 2 * max_value_bytes + 65_536
+    ``max_value_bytes`` escaped twice over, a raw record of it in base64,
+    or a checkpoint record (at most ``limits.MAX_CHECKPOINT_BYTES`` in
+    base64), with room for its other fields."""
+    return max(2 * max_value_bytes, limits.MAX_CHECKPOINT_BYTES * 4 // 3) + 65_536
 
 
 def read_header(path: Path, longest: int | None = None) -> str:
@@ -388,6 +403,16 @@ class _Writer:
             memory, embedding = cast(tuple[LongTermMemory, list[float] | None], row.args)
             written = await self.store.restore_long_term_memory(memory, embedding=embedding)
             self.summary.count("memory", int(written), int(not written))
+
+    async def _checkpoint(self, thread: str) -> None:
+        for row in self.rows:
+            written = await CP.put_checkpoint(self.mem, row.args[0])
+            self.summary.count("checkpoint", int(written), int(not written))
+
+    async def _checkpoint_writes(self, thread: str) -> None:
+        for row in self.rows:
+            written, kept = await CP.put_writes(self.mem, row.args[0])
+            self.summary.count("checkpoint_writes", written, kept)
 
     async def _raw(self) -> None:
         for row in self.rows:

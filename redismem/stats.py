@@ -29,6 +29,17 @@ async def scan_keys(client: Any, pattern: str) -> list[str]:
                    async for key in client.scan_iter(match=pattern, count=1000)})
 
 
+async def scan_if_permitted(client: Any, pattern: str) -> list[str]:
+    """:func:`scan_keys`; nothing when this credential may not SCAN (every
+    role but operator: SCAN would show other namespaces' key names). Then
+    a namespace's registries alone say what there is (they hold every
+    scope and user written since library version 18)."""
+    try:
+        return await scan_keys(client, pattern)
+    except NoPermissionError:
+        return []
+
+
 async def namespaces(client: Redis) -> list[str]:
     """Every namespace with at least one key on the server, sorted."""
     found = {K.namespace_of(key) for key in await scan_keys(client, K.ALL_NAMESPACES)}

@@ -3,8 +3,8 @@
 An export is one JSON object per line, each with a ``type``:
 
 ``header``
-    first line: ``format`` ("redismem-export"), ``version`` (1), ``namespace``,
-    ``exported_at`` (ms), ``library_version``.
+    first line: ``format`` ("redismem-export"), ``version`` (2; an import
+    reads 1 too), ``namespace``, ``exported_at`` (ms), ``library_version``.
 ``settings``
     the namespace settings set explicitly (defaults are not written).
 ``session``
@@ -22,14 +22,22 @@ An export is one JSON object per line, each with a ``type``:
 ``memory``
     ``memory``: a long-term memory (the LongTermMemory fields) and
     ``embedding`` (numbers or null).
+``checkpoint`` / ``checkpoint_writes``
+    a LangGraph checkpoint with the channel values it brings, and the
+    pending writes of one task against one (:mod:`.transfer_checkpoints`).
 ``raw``
     an entry the library did not write (a raw command's), byte for byte:
     only with ``keep_raw`` (``export --raw``); without it such an entry
     stops the export, naming it. See :mod:`.raw`.
 
-State and checkpoints are values of the thread's session scope. The change
-feed is history, not state: it is not exported, and an import appends a
-"set" event for every value or vector it writes.
+State and checkpoints of the MemoryStore protocol, and a LangGraph store's
+items, are values of a scope. The change feed is history, not state: it is
+not exported, and an import appends a "set" event for every value or vector
+it writes. Turns (holders, waiters, tokens) belong to the live fleet and
+are not exported either (``keys.NOT_STATE``). Every other key of the
+namespace is of a family the export carries (``keys.CARRIED``); one that
+is not is counted in ``ExportSummary.left_out``, and ``redismem export``
+then fails unless ``--allow-partial``.
 
 An import checks the whole file first (nothing is written when any line is
 bad), then writes through the Lua functions. It is idempotent: a value or
@@ -50,24 +58,25 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from redis.exceptions import NoPermissionError
-
 from . import _json, limits, raw
 from . import _validate as check
 from . import keys as K
+from . import transfer_checkpoints as CP
 from . import vectors as V
 from .errors import CorruptEntryError, InvalidArgumentError
 from .feed import LAST_STREAM_ID
 from .functions import refusals
 from .memory import Memory
 from .records import memory_from_json
-from .stats import scan_keys
+from .stats import scan_if_permitted
 
 FORMAT = "redismem-export"
-VERSION = 1
+VERSION = 2
+READS = (1, 2)
+"""The format versions an import reads."""
 KINDS: tuple[K.Kind, ...] = ("value", "vector")
 RECORD_TYPES = ("header", "settings", "session", "value", "vector", "revisions", "event",
-                "memory", "raw")
+                "memory", *CP.RECORD_TYPES, "raw")
 _PAGE = 500
 Progress = Callable[[int], None]
 
@@ -119,17 +128,8 @@ class Survey:
     """Members of the threads registry that are no thread id (raw writes)."""
     bad_users: list[bytes] = field(default_factory=list)
     """Members of the memory users registry that are no UTF-8 (raw writes)."""
-
-
-async def _scan_if_permitted(client: Any, pattern: str) -> list[str]:
-    """SCAN for ``pattern``; nothing when this credential may not SCAN (every
-    role but operator: SCAN would show other namespaces' key names). Then
-    the namespace's registries alone say what there is (they hold every
-    scope and user written since library version 18)."""
-    try:
-        return await scan_keys(client, pattern)
-    except NoPermissionError:
-        return []
+    checkpoint_threads: list[str] = field(default_factory=list)
+    """Threads with LangGraph checkpoints or pending writes."""
 
 
 async def survey(mem: Memory) -> Survey:
@@ -148,8 +148,8 @@ async def survey(mem: Memory) -> Survey:
     total = 3  # header, settings, sessions (a rough count is enough for progress)
     for kind in KINDS:
         found = {(scope, sid) for tag, scope, sid in registered if tag == K.kind_tag(kind)}
-        keys = (await _scan_if_permitted(client, K.names_pattern(ns, kind))
-                + await _scan_if_permitted(client, K.revisions_pattern(ns, kind)))
+        keys = (await scan_if_permitted(client, K.names_pattern(ns, kind))
+                + await scan_if_permitted(client, K.revisions_pattern(ns, kind)))
         scopes[kind] = sorted(found | {K.scope_of(ns, key) for key in keys})
         for scope, sid in scopes[kind]:
             total += int(await client.zcard(K.names(ns, kind, scope, sid)))
@@ -168,10 +168,12 @@ async def survey(mem: Memory) -> Survey:
         except UnicodeDecodeError:  # a raw ZADD: `redismem audit` says
             bad_users.append(member)
     users = sorted(listed_users | {K.user_of(ns, key) for key in
-                                   await _scan_if_permitted(client, K.memories_pattern(ns))})
+                                   await scan_if_permitted(client, K.memories_pattern(ns))})
     for user in users:
         total += int(await client.zcard(K.memories(ns, user)))
-    return Survey(scopes, threads, users, total, bad, bad_threads, bad_users)
+    checkpoint_threads = await CP.threads(mem)
+    total += len(checkpoint_threads)
+    return Survey(scopes, threads, users, total, bad, bad_threads, bad_users, checkpoint_threads)
 
 
 async def _names(mem: Memory, zset: str, bad: list[bytes] | None = None
@@ -393,6 +395,9 @@ async def _found(mem: Memory, plan: Survey) -> AsyncIterator[Found]:
     for user in plan.users:
         async for record in _memories(mem, user):
             yield record
+    for thread in plan.checkpoint_threads:
+        async for record in CP.thread_records(mem, thread):
+            yield record
 
 
 async def export_records(mem: Memory, plan: Survey, *, keep_raw: bool = False
@@ -421,11 +426,13 @@ async def export_records(mem: Memory, plan: Survey, *, keep_raw: bool = False
 
 def items(record: dict[str, Any]) -> int:
     """What a record counts for in an export's and an import's summary:
-    the settings or the names of a settings or revisions record, else one
-    (the header none)."""
+    the settings or the names of a settings or revisions record, the
+    writes of a checkpoint_writes record, else one (the header none)."""
     kind = record["type"]
     if kind == "header":
         return 0
+    if kind == "checkpoint_writes":
+        return len(record["writes"])
     if kind in ("settings", "revisions"):
         return len(record[kind])
     return 1
@@ -439,9 +446,22 @@ class ExportSummary:
     namespace: str
     exported: dict[str, int] = field(default_factory=dict)
     records: int = 0
-    not_exported: dict[str, int] = field(default_factory=dict)
-    """What the export format does not carry yet, and how much of it the
-    namespace holds: ``langgraph_threads`` (LangGraph checkpoints)."""
+    left_out: dict[str, int] = field(default_factory=dict)
+    """Keys of the namespace of no family the export carries (a raw
+    write, or a family newer than this package), by family: empty when
+    the file holds everything (or this credential may not SCAN, which
+    only an operator may)."""
+
+
+async def left_out(mem: Memory) -> dict[str, int]:
+    """The keys of ``mem``'s namespace an export does not carry, counted by
+    family (``keys.CARRIED`` and ``keys.NOT_STATE`` name the others)."""
+    found: dict[str, int] = {}
+    for key in await scan_if_permitted(_redis(mem), K.pattern(mem.namespace)):
+        family = K.family(mem.namespace, key)
+        if family not in K.CARRIED and family not in K.NOT_STATE:
+            found[family] = found.get(family, 0) + 1
+    return found
 
 
 async def export_namespace(mem: Memory, write: Callable[[str], Any],
@@ -452,8 +472,9 @@ async def export_namespace(mem: Memory, write: Callable[[str], Any],
 
     Raises:
         CorruptEntryError: an entry the library did not write (without
-            ``keep_raw``), or a raw command replaced one of the namespace's
-            keys with another Redis type; the message names it.
+            ``keep_raw``; a LangGraph checkpoint even with it), or a raw
+            command replaced one of the namespace's keys with another Redis
+            type; the message names it.
     """
     with refusals():
         plan = plan or await survey(mem)
@@ -466,7 +487,5 @@ async def export_namespace(mem: Memory, write: Callable[[str], Any],
                     summary.exported.get(record["type"], 0) + items(record))
             if progress:
                 progress(1)
-        threads = await _redis(mem).zcard(K.checkpoint_threads(mem.namespace))
-        if threads:
-            summary.not_exported["langgraph_threads"] = threads
+        summary.left_out = await left_out(mem)
     return summary

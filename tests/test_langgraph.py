@@ -5,6 +5,7 @@ cluster, and what it adds: fenced threads, feed events, bounded bad input."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -277,21 +278,96 @@ async def test_roles_a_writer_and_an_admin_checkpoint_a_reader_reads_a_worker_ca
                 assert await saver.aget_tuple(config) is None
 
 
-async def test_an_export_says_it_leaves_the_checkpoints_out(rmem: redismem.Memory,
-                                                             redis_url: str) -> None:
+async def _lg_keys(mem: redismem.Memory) -> dict[str, Any]:
+    """Every LangGraph checkpoint key of ``mem``'s namespace and what it holds
+    (the threads registry's members only: their scores are the time of the
+    last put)."""
+    client, base = mem.client, K.base(mem.namespace)
+    found: dict[str, Any] = {}
+    for key in sorted(k.decode() for k in await client.keys(f"{K.glob_escape(base)}lg*")):
+        kind = (await client.type(key)).decode()
+        short = key[len(base):]
+        if kind == "hash":
+            found[short] = await client.hgetall(key)
+        elif short == "lgthreads":
+            found[short] = await client.zrange(key, 0, -1)
+        else:
+            found[short] = await client.zrange(key, 0, -1, withscores=True)
+    return found
+
+
+async def test_an_export_carries_a_paused_graph_and_the_import_resumes_it(
+        redis_url: str, ns: str, tmp_path: Any) -> None:
+    from redismem import restore, transfer
+
+    from .test_cli import run_script
+
+    config: Any = {"configurable": {"thread_id": "paused"}}
+    async with RedismemSaver(url=redis_url, namespace=ns) as saver, \
+            RedismemStore(url=redis_url, namespace=ns) as store:
+        graph = graph_module()["build"](saver)
+        first = await graph.ainvoke({"question": "ship it?"}, config)
+        assert first["__interrupt__"][0].value == "ship it?"
+        sub: Any = {"configurable": {"thread_id": "paused", "checkpoint_ns": "child:1|x"}}
+        cp = {**empty_checkpoint(), "channel_values": {"big": "b" * 1000},
+              "channel_versions": {"big": 1}}
+        stored = await saver.aput(sub, cp, {"step": 1}, {"big": 1})
+        await saver.aput_writes(stored, [("big", "again"), ("other", 2)], "task ü")
+        early: Any = {"configurable": {"thread_id": "early", "checkpoint_ns": "",
+                                       "checkpoint_id": "c9"}}
+        await saver.aput_writes(early, [("x", 1)], "task-2")  # writes before their checkpoint
+        await store.aput(("users", "u1"), "prefs", {"lang": "de"})
+        source_history = [c async for c in saver.alist(config)]
+        before = await _lg_keys(await saver._memory())
+        path = tmp_path / "export.jsonl"
+        done = await asyncio.to_thread(run_script, "export", "-n", ns, "-o", str(path),
+                                       url=redis_url)
+        assert done.returncode == 0, done.stderr
+        assert "LEFT OUT" not in done.stderr + done.stdout
+        records = [json.loads(line) for line in path.read_text().splitlines()]
+        assert records[0]["version"] == transfer.VERSION == 2
+        kinds = [r["type"] for r in records]
+        assert kinds.count("checkpoint") == len(source_history)  # every namespace of the thread
+        assert kinds.count("checkpoint_writes") >= 3
+    copy = ns + "-copy"
+    async with redismem.RedisMemoryStore(redis_url, namespace=copy) as target:
+        await restore.check_file(target, path)
+        summary = await restore.import_file(target, path)
+        assert summary.written["checkpoint"] == len(source_history)
+        assert summary.written["checkpoint_writes"] >= 4
+        assert await _lg_keys(target.memory) == before  # hash for hash, member for member
+        again = await restore.import_file(target, path)
+        assert sum(again.written.values()) == 0
+    async with RedismemSaver(url=redis_url, namespace=copy) as saver, \
+            RedismemStore(url=redis_url, namespace=copy) as store:
+        assert (await store.aget(("users", "u1"), "prefs")).value == {"lang": "de"}
+        history = [c async for c in saver.alist(config)]
+        assert [(c.checkpoint, c.metadata, c.pending_writes, c.parent_config)
+                for c in history] == [(c.checkpoint, c.metadata, c.pending_writes,
+                                       c.parent_config) for c in source_history]
+        graph = graph_module()["build"](saver)
+        assert (await graph.aget_state(config)).next == ("ask",)
+        resumed = await graph.ainvoke(Command(resume={"text": "yes", "by": "restored"}), config)
+        assert resumed == {"question": "ship it?", "answer": "yes", "by": "restored"}
+
+
+async def test_an_export_fails_naming_keys_of_no_family_it_carries(
+        rmem: redismem.Memory, redis_url: str) -> None:
     import io
 
     from redismem import transfer
 
     from .test_cli import run_script
 
-    saver = RedismemSaver(rmem)
-    config: Any = {"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}
-    await saver.aput(config, {**empty_checkpoint(), "channel_values": {}}, {}, {})
     await rmem.session("s").set("k", 1)
+    await rmem.client.set(K.base(rmem.namespace) + "future:1", "x")  # a newer family, or raw
     summary = await transfer.export_namespace(rmem, io.StringIO().write)
-    assert summary.exported == {"value": 1} and summary.not_exported == {"langgraph_threads": 1}
+    assert summary.exported == {"value": 1} and summary.left_out == {"future": 1}
     done = await asyncio.to_thread(run_script, "export", "--namespace", rmem.namespace, "-o",
                                    "/dev/null", url=redis_url)
-    assert "NOT exported (the export format does not carry them yet): the checkpoints of 1 " \
-           "LangGraph thread(s)" in done.stderr + done.stdout, done
+    assert done.returncode == 1
+    assert "LEFT OUT (keys of no family an export carries" in done.stderr
+    assert "1 future" in done.stderr
+    done = await asyncio.to_thread(run_script, "export", "--namespace", rmem.namespace, "-o",
+                                   "/dev/null", "--allow-partial", url=redis_url)
+    assert done.returncode == 0, done.stderr

@@ -257,6 +257,18 @@ EVENT = {"id": "e", "thread_id": "t", "user_id": None, "type": "message", "times
 MEMORY = {"id": "m", "user_id": "u", "scope": "s", "data": {}, "text": "t", "tags": [],
           "metadata": {}, "created_at": 1, "updated_at": 1}
 
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+CHECKPOINT = {"type": "checkpoint", "thread": "t", "checkpoint_ns": "", "checkpoint_id": "c1",
+              "parent": "", "run": "", "checkpoint": _b64(b"json\n{}"),
+              "metadata": _b64(b"json\n{}"), "channels": ["a:1"], "blobs": {}}
+WRITES = {"type": "checkpoint_writes", "thread": "t", "checkpoint_ns": "", "checkpoint_id": "c1",
+          "task": "task", "path": "", "writes": [[0, "a", _b64(b"json\n1")]]}
+
 GOOD = [_value(key=f"k{i}", revision=50) for i in range(3)]  # lines 2-4 of most cases
 
 
@@ -271,7 +283,7 @@ BAD_FILES: list[tuple[str, list[Any], str]] = [
     ("a list", _after_good([1, 2]), "line 5: type must be one of"),
     ("unknown type", _after_good({"type": "blob"}), "line 5: type must be one of"),
     ("wrong format", [{**_header(), "format": "other"}, *GOOD], "line 1: not a redismem-export"),
-    ("newer version", [{**_header(), "version": 2}, *GOOD], "line 1: not a redismem-export"),
+    ("newer version", [{**_header(), "version": 3}, *GOOD], "line 1: not a redismem-export"),
     ("bad namespace", [_header("a b"), *GOOD], "line 1: namespace must not contain"),
     ("missing field", _after_good(_value(revision="DROP")),
      "line 5: a value record needs revision"),
@@ -310,6 +322,26 @@ BAD_FILES: list[tuple[str, list[Any], str]] = [
      "line 5: revisions must be an object"),
     ("session id", _after_good({"type": "session", "id": "a b", "created_at": 1}),
      "line 5: session id must not contain"),
+    ("checkpoint base64", _after_good({**CHECKPOINT, "checkpoint": "not base64!"}),
+     "line 5: checkpoint is not base64"),
+    ("checkpoint frame", _after_good({**CHECKPOINT, "metadata": _b64(b"no frame")}),
+     "line 5: metadata: it starts b'no frame', not '<serializer type>"),
+    ("checkpoint thread", _after_good({**CHECKPOINT, "thread": "a:b"}),
+     "line 5: thread id must not contain"),
+    ("checkpoint blob field", _after_good({**CHECKPOINT, "blobs": {"ch": _b64(b"json\n1")}}),
+     "line 5: the blob field 'ch' is not '<channel>:<version>'"),
+    ("checkpoint blob spelling", _after_good({**CHECKPOINT, "channels": ["a%3a:1"]}),
+     "line 5: the blob field 'a%3a:1' is not percent-encoded as the library does"),
+    ("checkpoint fields", _after_good({**CHECKPOINT, "colour": 1}),
+     "line 5: a checkpoint record has unknown fields colour"),
+    ("checkpoint size", _after_good({**CHECKPOINT, "blobs": {
+        f"c:{i}": _b64(b"json\n" + b"x" * 5_600_000) for i in range(3)}}),
+     "line 5: it carries 168000"),
+    ("writes index twice", _after_good({**WRITES, "writes": [[0, "a", _b64(b"json\n1")],
+                                                             [0, "b", _b64(b"json\n2")]]}),
+     "line 5: a write index must be an integer, once per task; got 0"),
+    ("writes empty", _after_good({**WRITES, "writes": []}), "line 5: writes must be a list"),
+    ("writes task", _after_good({**WRITES, "task": ""}), "line 5: task must be text"),
     # a raw record is held to the limits of a write (a 50 MB field was imported)
     ("raw field size", _after_good({"type": "raw", "key": base64.b64encode(b"val:global:_:r")
                                     .decode(), "problem": "", "hash": {
@@ -533,18 +565,19 @@ async def test_a_session_registry_member_that_is_no_session_is_named_not_a_crash
 
 
 @pytest.mark.parametrize(("name", "line", "message"), [
-    ("too long", b'{"type": "value", "value": [' + b"1," * 2_100_000 + b'1]}',
+    ("too long", b'{"type": "value", "value": [' + b"1," * 11_300_000 + b'1]}',
      "line 5: longer than "),
     ("not utf-8", b'{"type": "value", "key": "\xff"}', "line 5: not UTF-8 (byte 27 is b'\\xff')"),
     ("too deep", b"[" * 100_000 + b"]" * 100_000, "line 5: its JSON is nested too deeply"),
-])
+], ids=["too long", "not utf-8", "too deep"])
 async def test_a_line_that_is_too_long_deep_or_not_utf8_is_refused_clearly(
         source: redismem.RedisMemoryStore, tmp_path: Path, name: str, line: bytes,
         message: str) -> None:
     """A 100 MB line of nested lists took 99.8 s and 8 GB before it was
     refused; a non-UTF-8 line said only "UnicodeDecodeError", a deep one
     "unexpected RecursionError". A line past --max-line-bytes (default:
-    twice max_value_bytes plus 64 KiB) is refused before it is read whole."""
+    twice max_value_bytes, or a checkpoint record's most, plus 64 KiB) is
+    refused before it is read whole."""
     good = "\n".join(json.dumps(r) for r in _after_good()) + "\n"
     path = tmp_path / "bad.jsonl"
     path.write_bytes(good.encode() + line + b"\n")
@@ -558,7 +591,7 @@ async def test_a_line_that_is_too_long_deep_or_not_utf8_is_refused_clearly(
         assert str(info.value).startswith(
             f"line 5: longer than {restore.max_line_bytes(int(settings['max_value_bytes']))} ")
         with pytest.raises(InvalidExportError, match="line 5: a value record needs"):
-            await restore.check_file(source, path, longest=5_000_000)  # read, then refused
+            await restore.check_file(source, path, longest=23_000_000)  # read, then refused
 
 
 def test_the_import_command_takes_max_line_bytes(tmp_path: Path, redis_url: str,

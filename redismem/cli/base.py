@@ -289,8 +289,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("data", 'Run the reference "sessions" example on the server and narrate it.'),
     "down": ("admin", 'Stop the embedded server cleanly.'),
     "export": ("transfer",
-        'Write a namespace as JSON Lines: settings, sessions, values, vectors, thread events and '
-        'long-term memories, with revisions'),
+        'Write a namespace as JSON Lines: settings, sessions, values, vectors, thread events, '
+        'long-term memories and LangGraph checkpoints, with revisions'),
     "get": ("data", 'Read KEY.'),
     "import": ("transfer", 'Restore an export FILE (- = standard input).'),
     "incr": ("data",
