@@ -199,6 +199,16 @@ class TurnTimeoutError(RedisMemError, TimeoutError):
         self.holder = holder
 
 
+class TurnWaitLostError(TurnTimeoutError):
+    """A queued waiter lost its place: its lease lapsed before it renewed
+    it (the process was stopped or stalled longer than its waiter lease),
+    or an admin evicted it (``redismem turns evict``). It never gets the
+    turn from that place; entering ``turn()`` again queues it at the end."""
+
+    code = "waiter_lost"
+    lua_reply = True
+
+
 class PermissionDeniedError(RedisMemError):
     """The connection's credential may not do this: the server's ACL refused
     a command or a key (``NOPERM``), directly or inside a library function.

@@ -581,15 +581,18 @@ class Functions:
                 K.feed_size(ns), K.principal(ns, principal), K.turn_wake(ns, scope, sid, holder)]
 
     async def turn_acquire(self, ns: str, scope: str, sid: str, principal: str, holder: str,
-                           ttl_ms: int, lease_ms: int) -> tuple[bool, int | str, int, int]:
+                           ttl_ms: int, lease_ms: int, renewing: bool = False
+                           ) -> tuple[bool, int | str, int, int]:
         """``redismem_turn_acquire``: (True, token, expiry ms, 0) when granted,
         else (False, current holder or "", its expiry or the first waiter's
         lease end in ms or 0, place in the queue or 0). ``lease_ms`` 0: do
-        not queue."""
+        not queue; ``renewing``: a queued waiter keeps its place (or gets
+        TurnWaitLostError when it lost it)."""
         reply = await self._call("redismem_turn_acquire",
                                  [*self._turn_keys(ns, scope, sid, principal, holder),
                                   K.turns(ns)],
-                                 [ns, scope, sid, principal, holder, str(ttl_ms), str(lease_ms)])
+                                 [ns, scope, sid, principal, holder, str(ttl_ms), str(lease_ms),
+                                  "1" if renewing else "0"])
         if int(reply[0]) == 1:
             return True, int(reply[1]), int(reply[2]), 0
         return False, reply[1].decode(), int(reply[2]), int(reply[3])
@@ -604,6 +607,15 @@ class Functions:
                                  [ns, scope, sid, principal, holder,
                                   "" if token is None else str(token)])
         return bool(reply)
+
+    async def turn_evict(self, ns: str, scope: str, sid: str, principal: str,
+                         waiter: str) -> bool:
+        """``redismem_turn_evict`` (an admin's): whether ``waiter`` was queued
+        and is evicted."""
+        return bool(await self._call(
+            "redismem_turn_evict",
+            [*self._turn_keys(ns, scope, sid, principal, waiter), K.config(ns)],
+            [ns, scope, sid, principal, waiter]))
 
     async def turn_renew(self, ns: str, scope: str, sid: str, principal: str, holder: str,
                          token: int, ttl_ms: int) -> int:

@@ -449,26 +449,32 @@ class MemoryScope:
 
     # turns
 
-    def turn(self, ttl_seconds: float = 30, *, wait_seconds: float | None = None
-             ) -> turns.TurnContext:
+    def turn(self, ttl_seconds: float = 30, *, wait_seconds: float | None = None,
+             waiter_lease_seconds: float | None = None) -> turns.TurnContext:
         """``async with scope.turn() as turn``: one holder at a time in this
         session or workflow scope. Entering waits (up to ``wait_seconds``;
         None = as long as it takes) in arrival order until no other turn is
         held, then yields the :class:`~redismem.turns.Turn` with its
         fencing token; the turn is renewed in the background while the
-        block runs and released when it ends.
+        block runs and released when it ends. A waiter keeps its place by
+        renewing it every third of ``waiter_lease_seconds`` (default 1.5 s
+        or ``ttl_seconds``, whichever is shorter): one that stops renewing
+        (a dead worker) is passed over once its lease has passed.
 
         Raises:
             InvalidArgumentError: an actor or global scope, or a bound violated.
             TurnTimeoutError: (on entry) no turn within ``wait_seconds``.
+            TurnWaitLostError: (on entry) this waiter did not renew its place
+                in time (its process was stopped or starved), or an admin
+                evicted it.
             TurnLostError: (on exit) a renewal found that the turn lapsed
                 and another holder took it.
         """
         return turns.TurnContext(self._conn, self.scope, self.scope_id, ttl_seconds,
-                                 wait_seconds)
+                                 wait_seconds, waiter_lease_seconds)
 
-    async def acquire_turn(self, ttl_seconds: float = 30, *,
-                           wait_seconds: float | None = None) -> turns.Turn:
+    async def acquire_turn(self, ttl_seconds: float = 30, *, wait_seconds: float | None = None,
+                           waiter_lease_seconds: float | None = None) -> turns.Turn:
         """Take this scope's turn, as :meth:`turn` does, for code that cannot
         use a context manager: the caller renews it (``turn.renew()``, or
         ``turn.keep_alive()`` for background renewal) and releases it
@@ -478,7 +484,7 @@ class MemoryScope:
             the errors of :meth:`turn` on entry.
         """
         return await turns.acquire(self._conn, self.scope, self.scope_id, ttl_seconds,
-                                   wait_seconds)
+                                   wait_seconds, waiter_lease_seconds)
 
     # vectors
 

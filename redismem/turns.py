@@ -5,7 +5,9 @@ A waiter does not poll: it queues (arrival order) and blocks on a list of
 its own (``BLPOP``), to which whoever frees the turn pushes. It also wakes
 when the holder's turn would lapse, and every third of its lease to renew
 it; a waiter that is cancelled leaves the queue, one that dies is skipped
-once its lease has passed.
+once its lease has passed (by default 1.5 s, never more than the turn's
+ttl), and one that was stopped past its lease gets TurnWaitLostError when
+it resumes, never the turn.
 
 Fencing: while a turn is held, the writes to its scope made in the task
 that took it (and in tasks that task starts) carry its token, and the Lua
@@ -27,19 +29,27 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
+from . import _validate as check
 from . import keys as K
 from . import limits
 from ._connection import Connection
-from .errors import InvalidArgumentError, RedisMemError, TurnLostError, TurnTimeoutError
+from .errors import (
+    InvalidArgumentError,
+    PermissionDeniedError,
+    RedisMemError,
+    TurnLostError,
+    TurnTimeoutError,
+)
 from .feed import block_seconds
 from .functions import refusals
 from .records import time_ms
 
 log = logging.getLogger("redismem.turns")
 
-WAITER_LEASE_MS = 15_000
-"""How long a queued waiter keeps its place without renewing it (it renews
-every third of this)."""
+WAITER_LEASE_SECONDS = 1.5
+"""How long a queued waiter keeps its place without renewing it, by
+default (it renews every third of this): a waiter that dies holds up those
+behind it at most this long, and never longer than the turn's ttl."""
 
 TURN_SCOPES = ("session", "workflow")
 
@@ -193,14 +203,28 @@ class Turn:
                 interval = self._ttl_ms / 3000
 
 
+def lease_ms(ttl_ms: int, waiter_lease_seconds: float | None) -> int:
+    """A waiter's lease in ms: ``waiter_lease_seconds``, or by default
+    WAITER_LEASE_SECONDS or the turn's ttl, whichever is shorter."""
+    if waiter_lease_seconds is None:
+        return min(int(WAITER_LEASE_SECONDS * 1000), ttl_ms)
+    return _seconds("waiter_lease_seconds", waiter_lease_seconds)
+
+
 async def acquire(conn: Connection, scope: str, scope_id: str, ttl_seconds: float,
-                  wait_seconds: float | None) -> Turn:
+                  wait_seconds: float | None, waiter_lease_seconds: float | None = None
+                  ) -> Turn:
     """Take the turn of a session or workflow scope, waiting in the queue
-    up to ``wait_seconds`` (None: for as long as it takes; 0: not at all).
+    up to ``wait_seconds`` (None: for as long as it takes; 0: not at all),
+    renewing its place every third of ``waiter_lease_seconds``
+    (:func:`lease_ms`).
 
     Raises:
-        InvalidArgumentError: another scope, or a ttl or wait out of bounds.
+        InvalidArgumentError: another scope, or a ttl, wait or lease out of bounds.
         TurnTimeoutError: no turn within ``wait_seconds``.
+        TurnWaitLostError: this waiter lost its place: it did not renew it
+            within its lease (the process was stopped or starved), or an
+            admin evicted it.
     """
     if scope not in TURN_SCOPES:
         raise InvalidArgumentError(f"turns are taken in session and workflow scopes, "
@@ -210,20 +234,24 @@ async def acquire(conn: Connection, scope: str, scope_id: str, ttl_seconds: floa
             wait_seconds, int | float) or not 0 <= wait_seconds <= limits.MAX_TURN_MS / 1000):
         raise InvalidArgumentError(f"wait_seconds must be None or 0..{limits.MAX_TURN_MS // 1000}"
                                    f" seconds, got {wait_seconds!r}")
+    lease = lease_ms(ttl_ms, waiter_lease_seconds)
     holder = holder_id(conn.principal)
     ns, principal = conn.namespace, conn.principal
-    lease_ms = 0 if wait_seconds == 0 else WAITER_LEASE_MS
+    if wait_seconds == 0:
+        lease = 0
     wake = K.turn_wake(ns, scope, scope_id, holder)
     loop = asyncio.get_running_loop()
     deadline = None if wait_seconds is None else loop.time() + wait_seconds
+    queued = False
     try:
         while True:
-            granted, who, until_ms, _place = await conn.functions.turn_acquire(
-                ns, scope, scope_id, principal, holder, ttl_ms, lease_ms)
+            granted, who, until_ms, place = await conn.functions.turn_acquire(
+                ns, scope, scope_id, principal, holder, ttl_ms, lease, queued)
             if granted:
                 _carry(ns, scope, scope_id, int(who))
                 return Turn(conn, scope, scope_id, holder, int(who), until_ms, ttl_ms)
-            block = lease_ms / 3000
+            queued = place > 0
+            block = lease / 3000
             if until_ms:  # wake when the holder's turn (or the first waiter's lease) lapses
                 block = min(block, max(until_ms / 1000 - time.time(), 0) + 0.002)
             if deadline is not None:
@@ -252,8 +280,8 @@ class TurnContext:
     took it) and the block raised nothing, leaving raises TurnLostError."""
 
     def __init__(self, conn: Connection, scope: str, scope_id: str, ttl_seconds: float,
-                 wait_seconds: float | None) -> None:
-        self._args = (conn, scope, scope_id, ttl_seconds, wait_seconds)
+                 wait_seconds: float | None, waiter_lease_seconds: float | None = None) -> None:
+        self._args = (conn, scope, scope_id, ttl_seconds, wait_seconds, waiter_lease_seconds)
         self._turn: Turn | None = None
 
     async def __aenter__(self) -> Turn:
@@ -279,13 +307,35 @@ class TurnContext:
                 "ended: it lapsed and another holder took the turn")
 
 
+async def evict(conn: Connection, scope: str, scope_id: str, waiter: str) -> bool:
+    """Take ``waiter`` out of the queue for a turn (an admin's; recorded in
+    the feed); whether it was queued.
+
+    Raises:
+        InvalidArgumentError: another scope, or a bad id.
+        PermissionDeniedError: this credential is no admin of the namespace.
+    """
+    if scope not in TURN_SCOPES:
+        raise InvalidArgumentError(f"turns are taken in session and workflow scopes, "
+                                   f"not {scope!r}")
+    waiter = check.check_id("waiter", waiter)
+    try:
+        with refusals(K.config(conn.namespace)):
+            return await conn.functions.turn_evict(conn.namespace, scope, scope_id,
+                                                   conn.principal, waiter)
+    except PermissionDeniedError as exc:
+        raise PermissionDeniedError(f"evicting a waiter takes the admin role of namespace "
+                                    f"{conn.namespace}: {exc}") from None
+
+
 async def states(client: Any, ns: str, scope: str | None = None, scope_id: str | None = None
                  ) -> list[dict[str, Any]]:
     """What ``redismem turns`` shows: per turn (the one named, else every
     turn ever granted in the namespace, from its registry), ``scope``,
     ``scope_id``, ``token`` (the latest), ``holder`` and ``principal`` (None
     when nobody holds it), ``expires_at`` (epoch ms, None when free) and
-    ``waiters`` (queued waiters whose lease has not passed).
+    ``waiters`` (how many queued waiters' leases have not passed) and
+    ``queue`` (their holder ids, first first).
 
     Raises:
         PermissionDeniedError: this credential may not read the turns (a
@@ -318,12 +368,13 @@ async def _states(client: Any, ns: str, scope: str | None, scope_id: str | None
         token = _count(text.get("token", "0"))  # a raw write may leave anything: None
         expires = _count(text.get("exp"))
         held = "holder" in text and _pending(expires, now)
-        leases = [text.get(f"w:{w.decode(errors='replace')}") for w in queued]
+        names = [w.decode(errors="replace") for w in queued]
+        live = [name for name in names if _pending(_count(text.get(f"w:{name}")), now)]
         rows.append({"scope": kind, "scope_id": sid, "token": token,
                      "holder": text["holder"] if held else None,
                      "principal": text.get("by") if held else None,
                      "expires_at": expires if held else None,
-                     "waiters": sum(1 for lease in leases if _pending(_count(lease), now))})
+                     "waiters": len(live), "queue": live})
     return rows
 
 

@@ -260,6 +260,9 @@ def library_calls() -> list[tuple[str, Callable[[str, str], list[Any]], set[str]
             "k", "1"), {A}),
         ("turn_acquire", lambda ns, me: turn_call(ns, *s1, me), {W, A, WK}),
         ("turn_release", lambda ns, me: turn_call(ns, *s1, me, "release"), {W, A, WK}),
+        ("turn_evict", lambda ns, me: call(
+            "turn_evict", [*turn_call(ns, *s1, me, "release")[3:9], K.config(ns)], ns, *s1, me,
+            f"{me}/h"), {A}),
         # holding no turn, it is answered TURN_LOST: from inside the function
         ("turn_renew", lambda ns, me: call("turn_renew", [K.turn(ns, *s1), K.principal(ns, me)],
                                            ns, *s1, me, f"{me}/nobody", "1", "1000"),

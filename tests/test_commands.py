@@ -34,6 +34,8 @@ def leaf_commands(group: click.Group = main, path: tuple[str, ...] = ()
         command = group.get_command(ctx, name)
         assert command is not None, name
         if isinstance(command, click.Group):
+            if command.invoke_without_command:  # the group runs on its own too
+                yield (*path, name), command
             yield from leaf_commands(command, (*path, name))
         else:
             yield (*path, name), command
@@ -50,6 +52,10 @@ def seeded(redis_server: Any) -> str:
     async def fill() -> None:
         async with redismem.RedisMemoryStore(redis_server.url, namespace=ns) as store:
             await seed(store)
+            # a held turn and a waiter for `turns evict` to evict
+            for holder in ("holder", "ghost"):
+                await store.memory._conn.functions.turn_acquire(
+                    ns, "session", "q1", "p", f"p/{holder}", 86_400_000, 86_400_000)
 
     asyncio.run(fill())
     return ns
@@ -90,6 +96,8 @@ def cases(ns: str, tmp: Path) -> dict[tuple[str, ...], tuple[list[str], Callable
                                    "chat", "s1", "s2"]),
         ("turns",): ([*n, "--scope", "session:s1", "--json"],  # no turn taken there
                      lambda out: json.loads(out) == []),
+        ("turns", "evict"): ([*n, "session", "q1", "--waiter", "p/ghost", "--json"],
+                             lambda out: json.loads(out)["evicted"] is True),
         ("config", "get"): ([*n, "feed_max_bytes", "--json"],
                             lambda out: list(json.loads(out)) == ["feed_max_bytes"]),
         ("config", "set"): ([*n, "max_value_bytes", "2000000", "--json"],
@@ -177,13 +185,15 @@ def test_every_command_fails_in_one_line(redis_url: str, tmp_path: Path) -> None
     for path, command in leaf_commands():
         required = [p for p in command.params if isinstance(p, click.Argument) and p.required]
         filler = {"value": "1", "query": "[1, 0]", "embedding": "[1, 0]", "item": "1",
-                  "patch": "{}",
+                  "patch": "{}", "scope": "session",
                   "file": str(tmp_path / "missing.jsonl")}
         args = [filler.get(p.name or "", "x") for p in required]
         if path == ("users", "add"):
             args += ["--role", "reader", "--namespace", "x"]
         if path == ("set",):  # VALUE is optional (--file F instead), checked before connecting
             args += ["1"]
+        if path == ("turns", "evict"):
+            args += ["--waiter", "x/h"]
         if any(p.name == "url" for p in command.params):
             expected = "Error 111" if path != ("import",) else "does not exist"
             runs.append((path, ["--url", UNREACHABLE, *args], expected))

@@ -19,7 +19,7 @@ from langgraph.store.base import PutOp
 
 import redismem
 from redismem import _validate as check
-from redismem import functions, library, limits, restore, transfer
+from redismem import functions, library, limits, restore, transfer, turns
 from redismem import keys as K
 from redismem.client import open_client
 from redismem.errors import BY_CODE
@@ -116,6 +116,7 @@ async def call_every_function(rmem: redismem.Memory, redis_url: str, tmp_path: P
     turn = await scope.acquire_turn()
     await turn.renew()
     await turn.release()
+    await turns.evict(rmem._conn, "session", "s", "nobody/h")
     saver = RedismemSaver(rmem)
     for thread, count in (("lg1", 1), ("lg2", 2)):  # deleted in calls of 1, then 2 ids
         config: Any = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
@@ -404,8 +405,9 @@ async def test_flushall_keeps_functions(lone_client: Any) -> None:
 
 FIXED_ARITY = {"create_session": 3, "delete_memory": 3, "delete_value": 8, "delete_vector": 8,
                "events_since": 5, "get_config": 1, "list_keys": 7, "recent_events": 4,
-               "trim_feed": 2, "upsert_memory": 7, "modify_value": 11, "turn_acquire": 7,
-               "turn_release": 6, "turn_renew": 7, "version": 0, "checkpoint_get": 4}
+               "trim_feed": 2, "upsert_memory": 7, "modify_value": 11, "turn_acquire": 8,
+               "turn_evict": 5, "turn_release": 6, "turn_renew": 7, "version": 0,
+               "checkpoint_get": 4}
 
 
 def test_a_trailing_extra_argument_is_refused(redis_url: str) -> None:

@@ -29,7 +29,7 @@ PUBLIC = {
     "NotReplicatedError", "PermissionDeniedError", "RequestTooLargeError", "RevisionLimitError",
     "ServerNotFoundError", "ServerStartError", "UnavailableError", "ValueTooLargeError",
     "ValueTypeError", "TurnCorruptError", "TurnLostError", "TurnTimeoutError",
-    "StaleTurnError",
+    "StaleTurnError", "TurnWaitLostError",
 }
 
 

@@ -517,20 +517,22 @@ async def test_the_turns_command_shows_holders_tokens_expiry_and_waiters(
     waiter = asyncio.create_task(rmem.session("s1").acquire_turn())
     await queued(rmem, "session", "s1", 1)
     await (await rmem.workflow("w1").acquire_turn()).release()
+    (holder_id,) = [w.decode() for w in
+                    await rmem.client.zrange(K.turn_queue(ns, "session", "s1"), 0, -1)]
     done = await asyncio.to_thread(run_script, "turns", "--namespace", ns, "--json",
                                    url=redis_url)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [
         {"scope": "session", "scope_id": "s1", "token": 1, "holder": held.holder,
          "principal": "tester", "expires_at": int(held.expires_at.timestamp() * 1000),
-         "waiters": 1},
+         "waiters": 1, "queue": [holder_id]},
         {"scope": "workflow", "scope_id": "w1", "token": 2, "holder": None, "principal": None,
-         "expires_at": None, "waiters": 0}]
+         "expires_at": None, "waiters": 0, "queue": []}]
     text = await asyncio.to_thread(run_script, "turns", "--namespace", ns, "--scope",
                                    "session:s1", url=redis_url)
     assert text.stdout == (f"session:s1  token 1  held by {held.holder} (tester) until "
                            f"{held.expires_at.isoformat(timespec='milliseconds')[:-6]}Z, "
-                           "1 waiting\n")
+                           f"1 waiting: {holder_id}\n")
     await held.release()
     await (await waiter).release()
     for bad in ("global", "actor:me", "session:a:b"):

@@ -12,6 +12,11 @@
   ARGV[6] the turn's time to live in ms
   ARGV[7] '0' = do not queue; else queue (or stay queued) with a lease of
           this many ms, renewed by calling again
+  ARGV[8] (optional) '1' = a waiter renewing its place: refused with
+          WAITER_LOST, before anything is written, unless it is still
+          queued with a lease that has not passed (a waiter that stopped
+          renewing, or that an admin evicted, never gets the turn; it may
+          queue again, at the end); '0' or none = a first call
   Reply: {1, token, expires at (epoch ms)} when the holder has the turn (a
          holder that has it already keeps its token, its expiry extended;
          a new turn's token is the feed sequence of its acquire event);
@@ -19,23 +24,36 @@
          first), its expiry or the first waiter's lease (epoch ms; 0 when
          neither), the holder's place in the queue (1 = next; 0 = not
          queued)}.
-  Errors: INVALID_ARGUMENT, INVALID_ID, TURN_CORRUPT, FEED_CORRUPT
+  Errors: INVALID_ARGUMENT, INVALID_ID, TURN_CORRUPT, FEED_CORRUPT,
+          WAITER_LOST
   Feed: 'expire' for a lapsed turn it finds, 'acquire' when it grants one.
   The holder's wake list is emptied by every call: a waiter is woken once
   per push, and items a raw LPUSH piled up cannot make it spin.           ]]
 
 local function turn_acquire(keys, args)
-  count_args(args, 7, 'namespace, scope, scope id, principal, holder, ttl, lease', 7)
+  count_args(args, 7, 'namespace, scope, scope id, principal, holder, ttl, lease, renewing', 8)
   expect_keys(keys, 7)
   local t, w = queue_call(keys, args)
   local ttl = parse_turn_ms('ttl', args[6])
   local lease = args[7] ~= '0' and parse_turn_ms('waiter lease', args[7]) or 0
+  local renewing = args[8] or '0'
+  if renewing ~= '0' and renewing ~= '1' then
+    fail('INVALID_ARGUMENT', "renewing must be '0' or '1', got " .. show(renewing))
+  end
   local registry = expect_key(keys, 7, SCHEMA.turns(t.c))
   read_turn(t)
   local now = now_ms()
   if turn_held(t, now) and t.held_by == t.holder then -- a call sent again
     redis.call('HSET', t.key, 'exp', int_string(now + ttl))
     return {1, t.token, now + ttl}
+  end
+  if renewing == '1' then
+    local kept = tonumber(redis.call('HGET', t.key, 'w:' .. t.holder))
+    if not redis.call('ZSCORE', t.queue, t.holder) or not kept or not pending(kept, now) then
+      fail('WAITER_LOST', 'waiter ' .. show(t.holder) .. ' lost its place in the queue for the '
+           .. 'turn of ' .. t.c.scope .. ':' .. t.c.sid .. ': its lease lapsed before it renewed '
+           .. 'it (a stopped or stalled process), or an admin evicted it')
+    end
   end
   local busy = turn_held(t, now)
   local head, lapsed, head_lease = nil, {}, nil

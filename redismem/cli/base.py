@@ -322,7 +322,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "trim": ("admin", "Drop change events older than the namespace's retention now."),
     "turns": ("turns",
         "Each turn of the namespace's sessions and workflows: its latest token, who holds it and "
-        'until when, and how many wait for'),
+        'until when, and who waits for it'),
     "up": ("admin", 'Start the embedded server (or report the one running).'),
     "users": ("users",
         'Credentials: ACL users with a role in one namespace (reader, writer, admin, worker) or '

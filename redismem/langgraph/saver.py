@@ -66,13 +66,15 @@ class RedismemSaver(Lifecycle, BaseCheckpointSaver[str]):
         return cls(url=url, namespace=namespace, **options)
 
     def turn(self, thread_id: str, ttl_seconds: float = 30, *,
-             wait_seconds: float | None = None) -> SaverTurn:
+             wait_seconds: float | None = None,
+             waiter_lease_seconds: float | None = None) -> SaverTurn:
         """``async with saver.turn(thread_id)``: hold the thread's turn (its
-        session's, as ``MemoryScope.turn``); checkpoints and writes put
-        inside the block carry its token, so once another worker took the
-        turn, this one's puts raise ``StaleTurnError`` and change nothing."""
+        session's, as ``MemoryScope.turn``, with the same parameters);
+        checkpoints and writes put inside the block carry its token, so
+        once another worker took the turn, this one's puts raise
+        ``StaleTurnError`` and change nothing."""
         check.check_id("thread id", thread_id)
-        return SaverTurn(self, thread_id, ttl_seconds, wait_seconds)
+        return SaverTurn(self, thread_id, ttl_seconds, wait_seconds, waiter_lease_seconds)
 
     # connections
 
@@ -391,13 +393,15 @@ class SaverTurn:
     (a :class:`~redismem.turns.Turn`), taken on the caller's event loop."""
 
     def __init__(self, saver: RedismemSaver, thread: str, ttl: float,
-                 wait: float | None) -> None:
+                 wait: float | None, lease: float | None = None) -> None:
         self._saver, self._thread, self._ttl, self._wait = saver, thread, ttl, wait
+        self._lease = lease
         self._inner: turns.TurnContext | None = None
 
     async def __aenter__(self) -> turns.Turn:
         memory = await self._saver._memory()
-        self._inner = memory.session(self._thread).turn(self._ttl, wait_seconds=self._wait)
+        self._inner = memory.session(self._thread).turn(
+            self._ttl, wait_seconds=self._wait, waiter_lease_seconds=self._lease)
         return await self._inner.__aenter__()
 
     async def __aexit__(self, *exc: Any) -> Any:
