@@ -131,11 +131,13 @@ def _library_event(entry_id: bytes, fields: dict[bytes, bytes]) -> MemoryChangeE
         principal=fields[b"by"].decode(),
         created_at=datetime.fromtimestamp(int(fields[b"ts"]) / 1000, tz=UTC),
         value=_json.loads(raw) if raw is not None else None,
-        value_omitted=fields.get(b"omitted") == b"1" or action in _WITHOUT_VALUE,
+        value_omitted=fields.get(b"omitted") == b"1" or (
+            action in _WITHOUT_VALUE and fields[b"kind"] == b"value"),
         delta=_json.loads(delta) if delta is not None else None,
         delta_omitted=fields.get(b"delta_omitted") == b"1",
         writer=fields[b"writer"].decode() if b"writer" in fields else None,
         checkpoint_ns=fields[b"cpns"].decode() if b"cpns" in fields else None,
+        event_type=fields[b"etype"].decode() if b"etype" in fields else None,
     )
 
 

@@ -426,20 +426,31 @@ class Functions:
         revision, json_text = await self._call("redismem_modify_value", keys, args, key=key)
         return int(revision), json_text
 
-    async def append_events(self, ns: str, thread: str, events: Sequence[str],
+    @staticmethod
+    def _thread_keys(ns: str, thread: str) -> list[str]:
+        return [K.thread_events(ns, thread), K.thread_times(ns, thread), K.thread_ids(ns, thread)]
+
+    @staticmethod
+    def _feed_keys(ns: str, principal: str) -> list[str]:
+        """The feed's counter and size and the principal's key: what a call
+        that appends to the feed passes after its own keys."""
+        return [K.sequence(ns), K.feed_size(ns), K.principal(ns, principal)]
+
+    async def append_events(self, ns: str, thread: str, principal: str, events: Sequence[str],
                             token: str = "") -> list[int]:
         """``redismem_append_events``: 1 per event appended, 0 per id already
         there. ``token``: the writer's turn token in the thread's session."""
-        keys = [K.thread_events(ns, thread), K.thread_times(ns, thread),
-                K.thread_ids(ns, thread), K.threads(ns), K.turn(ns, "session", thread)]
-        return [int(flag) for flag in
-                await self._call("redismem_append_events", keys, [ns, thread, token, *events])]
+        keys = [*self._thread_keys(ns, thread), K.threads(ns), K.turn(ns, "session", thread),
+                *self._feed_keys(ns, principal)]
+        return [int(flag) for flag in await self._call(
+            "redismem_append_events", keys, [ns, thread, token, principal, *events])]
 
-    async def replace_events(self, ns: str, thread: str, events: Sequence[str]) -> int:
+    async def replace_events(self, ns: str, thread: str, principal: str,
+                             events: Sequence[str]) -> int:
         """``redismem_replace_events``: the number of events the thread now holds."""
-        keys = [K.thread_events(ns, thread), K.thread_times(ns, thread),
-                K.thread_ids(ns, thread), K.threads(ns)]
-        return int(await self._call("redismem_replace_events", keys, [ns, thread, *events]))
+        keys = [*self._thread_keys(ns, thread), K.threads(ns), *self._feed_keys(ns, principal)]
+        return int(await self._call("redismem_replace_events", keys,
+                                    [ns, thread, principal, *events]))
 
     async def recent_events(self, ns: str, thread: str, limit: int, before: str = ""
                             ) -> list[tuple[str, bytes]]:
@@ -461,12 +472,12 @@ class Functions:
         return [(i.decode(errors="replace"), body)  # a raw member may be no UTF-8
                 for i, body in zip(reply[::2], reply[1::2], strict=True)]
 
-    async def drop_events(self, ns: str, thread: str, events: Sequence[tuple[str, str]]
-                          ) -> tuple[int, int]:
+    async def drop_events(self, ns: str, thread: str, principal: str,
+                          events: Sequence[tuple[str, str]]) -> tuple[int, int]:
         """``redismem_drop_events``: (events removed, events the thread holds);
         ``events`` are (stream id, event id or "") pairs, at most 1,000."""
-        keys = [K.thread_events(ns, thread), K.thread_times(ns, thread), K.thread_ids(ns, thread)]
-        args: list[str | bytes | int] = [ns, thread]
+        keys = [*self._thread_keys(ns, thread), *self._feed_keys(ns, principal)]
+        args: list[str | bytes | int] = [ns, thread, principal]
         for stream_id, event_id in events:
             args.extend((stream_id, event_id))
         removed, held = await self._call("redismem_drop_events", keys, args)

@@ -395,7 +395,7 @@ class _Writer:
 
     async def _event(self, thread: str) -> None:
         flags = await self.mem._conn.functions.append_events(
-            self.mem.namespace, thread, [row.args[0] for row in self.rows])
+            self.mem.namespace, thread, self.mem.principal, [row.args[0] for row in self.rows])
         self.summary.count("event", sum(flags), len(flags) - sum(flags))
 
     async def _memory(self) -> None:

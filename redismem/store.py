@@ -212,8 +212,8 @@ class RedisMemoryStore:
     async def _append(self, thread_id: str, bodies: list[str]) -> int:
         # inside a turn of the thread's session, the append carries its token
         token = turns.token_arg(self.namespace, "session", thread_id)
-        flags = await self.memory._conn.functions.append_events(self.namespace, thread_id,
-                                                                bodies, token)
+        flags = await self.memory._conn.functions.append_events(
+            self.namespace, thread_id, self.memory.principal, bodies, token)
         return sum(flags)
 
     async def get_recent_events(self, thread_id: str, limit: int = 50) -> list[MemoryEvent]:
@@ -267,7 +267,8 @@ class RedisMemoryStore:
         check.check_id("thread id", thread_id)
         _check_event_count(len(events))
         bodies = [event_json(event, thread_id) for event in events]
-        await self.memory._conn.functions.replace_events(self.namespace, thread_id, bodies)
+        await self.memory._conn.functions.replace_events(self.namespace, thread_id,
+                                                         self.memory.principal, bodies)
 
     async def compact_thread(self, thread_id: str,
                              event_policy: RetentionPolicy | None = None) -> CompactionResult:
@@ -317,7 +318,7 @@ class RedisMemoryStore:
         removed, held = 0, int(await client.xlen(events_key))
         for first in range(0, len(doomed), _PAGE):
             dropped, held = await self.memory._conn.functions.drop_events(
-                ns, thread_id, doomed[first:first + _PAGE])
+                ns, thread_id, self.memory.principal, doomed[first:first + _PAGE])
             removed += dropped
         return CompactionResult(removed, held)
 

@@ -72,16 +72,20 @@ class MemoryChangeEvent:
         kind: ``value``, ``vector``, ``turn`` (a session's or workflow's
             turn: ``key`` is the holder id, ``revision`` the token) or
             ``checkpoint`` (a LangGraph checkpoint of thread ``scope_id``:
-            ``key`` is the checkpoint id, ``checkpoint_ns`` its namespace).
+            ``key`` is the checkpoint id, ``checkpoint_ns`` its namespace)
+            or ``thread`` (a MemoryStore thread ``scope_id``, scope
+            ``session``: ``key`` is the event id, ``event_type`` its type,
+            ``value`` its payload; for replace and drop the thread id).
         action: ``set``, ``incr``, ``append``, ``merge`` or ``delete`` (a
             value); ``set`` or ``delete`` (a vector); ``acquire``,
-            ``release`` or ``expire`` (a turn); ``put``, ``writes`` or
-            ``delete`` (a checkpoint).
+            ``release``, ``expire`` or ``evict`` (a turn); ``put``,
+            ``writes`` or ``delete`` (a checkpoint); ``append``,
+            ``replace`` or ``drop`` (a thread: compaction drops).
         revision: the key's revision after the change (a delete takes one too).
         principal: who made the change.
         created_at: server time of the change, UTC.
         value: the new value, for a value ``set`` or ``incr`` whose JSON is
-            at most 65,536 bytes.
+            at most 65,536 bytes; a thread event's payload, as large at most.
         value_omitted: True when a value change does not carry the new
             value, which must be reread: it was larger, or the change was an
             ``append`` or a ``merge`` (they carry ``delta`` instead).
@@ -93,6 +97,7 @@ class MemoryChangeEvent:
             that is not the importer (``principal``); else None.
         checkpoint_ns: a checkpoint event's checkpoint namespace ("" for the
             root graph); else None.
+        event_type: an appended thread event's type; else None.
         error: why the entry is not a change event the library wrote (a raw
             XADD by a credential holding it), else None; its other fields
             hold what could be read.
@@ -114,6 +119,7 @@ class MemoryChangeEvent:
     error: str | None = None
     writer: str | None = None
     checkpoint_ns: str | None = None
+    event_type: str | None = None
 
 
 @dataclass(frozen=True)

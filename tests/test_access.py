@@ -196,6 +196,9 @@ def library_calls() -> list[tuple[str, Callable[[str, str], list[Any]], set[str]
         return [K.thread_events(ns, "t"), K.thread_times(ns, "t"), K.thread_ids(ns, "t"),
                 K.threads(ns)]
 
+    def feed_keys(ns: str, me: str) -> list[str]:
+        return [K.sequence(ns), K.feed_size(ns), K.principal(ns, me)]
+
     def vec_writes(ns: str, me: str) -> list[str]:
         return K.scope_writes(ns, "vector", "session", "s1", me)
 
@@ -232,11 +235,12 @@ def library_calls() -> list[tuple[str, Callable[[str, str], list[Any]], set[str]
                               K.vector_dims(ns, *s1)], ns, *s1, "gone", "", me, request_id(),
             ""), {W, A, WK}),
         ("append_events", lambda ns, me: call(
-            "append_events", [*thread(ns), K.turn(ns, "session", "t")], ns, "t", "", EVENT),
-         {W, A}),
-        ("replace_events", lambda ns, me: call("replace_events", thread(ns), ns, "t", EVENT),
-         {W, A}),
-        ("drop_events", lambda ns, me: call("drop_events", thread(ns)[:3], ns, "t", "1-0", ""),
+            "append_events", [*thread(ns), K.turn(ns, "session", "t"), *feed_keys(ns, me)], ns,
+            "t", "", me, EVENT), {W, A}),
+        ("replace_events", lambda ns, me: call(
+            "replace_events", [*thread(ns), *feed_keys(ns, me)], ns, "t", me, EVENT), {W, A}),
+        ("drop_events", lambda ns, me: call(
+            "drop_events", [*thread(ns)[:3], *feed_keys(ns, me)], ns, "t", me, "1-0", ""),
          {W, A}),
         ("create_session", lambda ns, me: call("create_session", [K.sessions(ns)], ns, "s7"),
          {W, A}),
@@ -776,8 +780,8 @@ async def test_an_import_the_credential_cannot_finish_writes_nothing(
 async def test_an_import_stopped_midway_says_what_it_wrote(redis_url: str, ns: str,
                                                            tmp_path: Any) -> None:
     """A jammed feed (a raw SET of its counter) stops an import at its
-    first value, after the session and the events (they write no feed
-    event): the error says what was written before the failing call."""
+    first thread event, after the session (it writes no feed event): the
+    error says what was written before the failing call."""
     from redismem import restore
 
     path = tmp_path / "mixed.jsonl"
@@ -788,5 +792,5 @@ async def test_an_import_stopped_midway_says_what_it_wrote(redis_url: str, ns: s
         with pytest.raises(redismem.FeedCorruptError) as info:
             await restore.import_file(store, path)
     assert str(info.value).endswith(
-        "; the import stopped in the value records from record 53 on: before the failing "
-        "call it wrote 50 event, 1 session and kept nothing, after it nothing")
+        "; the import stopped in the event records from record 3 on: before the failing "
+        "call it wrote 1 session and kept nothing, after it nothing")

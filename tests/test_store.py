@@ -373,10 +373,17 @@ def test_unknown_fields_are_rejected() -> None:
     assert long_term_memory(ltm("m", "x").__dict__) == ltm("m", "x")
 
 
+def thread_call_keys(ns: str, principal: str = "p") -> list[str]:
+    """The keys redismem_append_events takes: the thread's, its session's
+    turn, the feed's counters and the principal's key."""
+    return [K.thread_events(ns, "t"), K.thread_times(ns, "t"), K.thread_ids(ns, "t"),
+            K.threads(ns), K.turn(ns, "session", "t"), K.sequence(ns), K.feed_size(ns),
+            K.principal(ns, principal)]
+
+
 async def test_raw_fcall_rejects_bad_events(rmem: redismem.Memory) -> None:
     ns = rmem.namespace
-    keys = [K.thread_events(ns, "t"), K.thread_times(ns, "t"), K.thread_ids(ns, "t"),
-            K.threads(ns), K.turn(ns, "session", "t")]
+    keys = thread_call_keys(ns)
     good = ('{"id":"e","payload":{},"tags":[],"thread_id":"t","timestamp":1,"type":"m",'
             '"user_id":null}')
     cases = [
@@ -391,19 +398,19 @@ async def test_raw_fcall_rejects_bad_events(rmem: redismem.Memory) -> None:
     before = await snapshot(rmem)
     for body, message in cases:
         with pytest.raises(Exception, match=message) as info:
-            await rmem.client.execute_command("FCALL", "redismem_append_events", 5, *keys, ns,
-                                              "t", "", good, body)
+            await rmem.client.execute_command("FCALL", "redismem_append_events", 8, *keys, ns,
+                                              "t", "", "p", good, body)
         assert str(info.value).startswith("INVALID_EVENT")
         assert await snapshot(rmem) == before  # the good event before it was not written
-    assert await rmem.client.execute_command("FCALL", "redismem_append_events", 5, *keys, ns,
-                                             "t", "", good, good) == [1, 0]
+    assert await rmem.client.execute_command("FCALL", "redismem_append_events", 8, *keys, ns,
+                                             "t", "", "p", good, good) == [1, 0]
     before = await snapshot(rmem)
     for args, code in ((["0-1", "e", "0-2"], "INVALID_ARGUMENT"),
                        (["x-1", "e"], "INVALID_ARGUMENT"), (["1-1", "bad\x00id"], "INVALID_KEY"),
                        (["1-1", "e"] * 1001, "INVALID")):
         with pytest.raises(Exception, match=f"^{code}"):
-            await rmem.client.execute_command("FCALL", "redismem_drop_events", 3, *keys[:3], ns,
-                                              "t", *args)
+            await rmem.client.execute_command("FCALL", "redismem_drop_events", 6, *keys[:3],
+                                              *keys[5:], ns, "t", "p", *args)
     assert await snapshot(rmem) == before
 
 
@@ -474,7 +481,7 @@ async def test_dropping_an_old_entry_keeps_the_id_of_its_reappended_event(
     await asyncio.sleep(0.005)  # stream ids are <ms>-<n>: another millisecond, another id
     await store.replace_thread_events("t", [event])  # e1 again, at a new stream id
     assert await store.memory._conn.functions.drop_events(
-        store.namespace, "t", [(old_id.decode(), "e1")]) == (0, 1)
+        store.namespace, "t", "p", [(old_id.decode(), "e1")]) == (0, 1)
     await store.append_event(event)  # still known: not appended twice
     assert [e.id for e in await store.get_recent_events("t")] == ["e1"]
 
@@ -492,8 +499,7 @@ async def test_events_in_any_strict_json_form_are_read_alike(rmem: redismem.Memo
     """The Lua check records an event's fields while it checks the text: a
     raw FCALL may send whitespace, escaped names and nested values anywhere."""
     ns = rmem.namespace
-    keys = [K.thread_events(ns, "t"), K.thread_times(ns, "t"), K.thread_ids(ns, "t"),
-            K.threads(ns), K.turn(ns, "session", "t")]
+    keys = thread_call_keys(ns)
     bodies = [
         ' { "id" : "a" , "payload" : { "x" : [ 1 , { } , [ ] ] } , "tags" : [ ] ,'
         ' "thread_id" : "t" , "timestamp" : 5 , "type" : "m" , "user_id" : null } ',
@@ -502,8 +508,8 @@ async def test_events_in_any_strict_json_form_are_read_alike(rmem: redismem.Memo
         '{"type":"m","user_id":null,"timestamp":7,"thread_id":"t","tags":[],'
         '"payload":"s","id":"c","id":"d"}',
     ]
-    flags = await rmem.client.execute_command("FCALL", "redismem_append_events", 5, *keys, ns,
-                                              "t", "", *bodies)
+    flags = await rmem.client.execute_command("FCALL", "redismem_append_events", 8, *keys, ns,
+                                              "t", "", "p", *bodies)
     assert flags == [1, 1, 1]
     events = await rmem.client.execute_command("FCALL_RO", "redismem_events_since", 2,
                                                *keys[:2], ns, "t", "6", "10")
@@ -517,8 +523,8 @@ async def test_events_in_any_strict_json_form_are_read_alike(rmem: redismem.Memo
                 '{"id":"e","payload":{},"tags":[],"thread_id":"t","timestamp":"1","type":"m",'
                 '"user_id":null}'):
         with pytest.raises(Exception, match=r"^INVALID_EVENT"):
-            await rmem.client.execute_command("FCALL", "redismem_append_events", 5, *keys, ns,
-                                              "t", "", bad)
+            await rmem.client.execute_command("FCALL", "redismem_append_events", 8, *keys, ns,
+                                              "t", "", "p", bad)
 
 
 async def test_long_reads_come_in_bounded_pages(store: RedisMemoryStore) -> None:
@@ -626,13 +632,11 @@ async def test_an_append_or_replace_call_holds_at_most_500_events_and_max_call_b
         with pytest.raises(redismem.InvalidArgumentError, match="at most 500 events per call"):
             await call
     assert await store.get_recent_events("t", 10) == []
-    keys = [K.thread_events(store.namespace, "t"), K.thread_times(store.namespace, "t"),
-            K.thread_ids(store.namespace, "t"), K.threads(store.namespace),
-            K.turn(store.namespace, "session", "t")]
+    keys = thread_call_keys(store.namespace)
     bodies = [redismem.records.event_json(e) for e in many[:501]]
     with pytest.raises(Exception, match=r"^INVALID_ARGUMENT at most 500 events per call"):
         await store.memory.client.fcall("redismem_append_events", len(keys), *keys,
-                                        store.namespace, "t", "", *bodies)
+                                        store.namespace, "t", "", "p", *bodies)
     big = [event("b", i, text="x" * 50_000) for i in range(5)]  # 250 kB > max_call_bytes
     with pytest.raises(redismem.RequestTooLargeError, match="max_call_bytes"):
         await store.append_events("b", big)

@@ -60,7 +60,7 @@ local function check_tags(code, what, text, field)
 end
 
 -- A thread event: exactly the MemoryEvent fields, of the right types.
--- Returns {id, type, timestamp}.
+-- Returns {id, type, timestamp, payload (its JSON text)}.
 local function check_event(text, thread, limit)
   local e = decode_object('INVALID_EVENT', 'an event', text, limit)
   check_fields('INVALID_EVENT', 'the event', e, EVENT_FIELDS)
@@ -75,7 +75,8 @@ local function check_event(text, thread, limit)
   local kind = check_text_field('INVALID_EVENT', 'event type', text, e.type, LIMITS.max_id_bytes)
   local timestamp = check_time('INVALID_EVENT', 'timestamp', text, e.timestamp)
   check_tags('INVALID_EVENT', 'tags', text, e.tags)
-  return {id = id, type = kind, timestamp = timestamp}
+  return {id = id, type = kind, timestamp = timestamp,
+          payload = string.sub(text, e.payload.s, e.payload.e)}
 end
 
 -- A long-term memory record: exactly the LongTermMemory fields.
@@ -155,21 +156,35 @@ end
 -- size checked against the namespace's settings, events parsed. A
 -- `fenced` call also passes KEYS[5], the turn hash of the thread's
 -- session, and ARGV[3], the writer's turn token ('' = none; checked by
--- check_fence, lib/57_fence.lua); its events follow from ARGV[4].
+-- check_fence, lib/57_fence.lua). Then come the feed's counter, its size
+-- and the principal's key (KEYS[5..7], or KEYS[6..8] when fenced), the
+-- principal (ARGV[3], or ARGV[4] when fenced) and the events. Returns t,
+-- the events and the feed writer w of kind 'thread' (scope session, the
+-- thread's id as scope id: lib/50_feed.lua).
 local function thread_write(keys, args, fenced)
-  count_args(args, 2, 'namespace, thread id, then events')
-  local c = {ns = check_id('namespace', args[1])}
+  local first = fenced and 5 or 4
+  count_args(args, first - 1, 'namespace, thread id, ' .. (fenced and 'turn token, ' or '')
+             .. 'principal, then events')
+  local c = {ns = check_id('namespace', args[1]), scope = 'session'}
   local thread = check_id('thread id', args[2])
-  expect_keys(keys, fenced and 5 or 4)
+  c.sid = thread
+  local base = fenced and 5 or 4
+  expect_keys(keys, base + 3)
   local t = thread_keys(keys, c, thread)
   t.threads = expect_key(keys, 4, SCHEMA.threads(c))
   t.thread = thread
-  check_request(keys, args, write_settings(SCHEMA.config(c)).max_call_bytes)
-  if not fenced then
-    return t, checked_events(args, 3, thread)
+  local principal = check_id('principal', args[first - 1])
+  local w = {c = c, kind = 'thread', principal = principal,
+             seq = expect_key(keys, base + 1, SCHEMA.sequence(c)),
+             feed_size = expect_key(keys, base + 2, SCHEMA.feed_size(c)),
+             feed = SCHEMA.feed(c)}
+  w.who = expect_who(keys, base + 3, c, principal)
+  w.settings = write_settings(SCHEMA.config(c))
+  check_request(keys, args, w.settings.max_call_bytes)
+  local events = checked_events(args, first, thread)
+  if fenced then
+    local turn = expect_key(keys, 5, SCHEMA.turn(c))
+    check_fence(turn, 'session:' .. thread, args[3])
   end
-  local turn = expect_key(keys, 5, SCHEMA.turn({ns = c.ns, scope = 'session', sid = thread}))
-  local events = checked_events(args, 4, thread)
-  check_fence(turn, 'session:' .. thread, args[3])
-  return t, events
+  return t, events, w
 end

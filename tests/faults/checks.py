@@ -100,6 +100,8 @@ def feed(ops: Sequence[Op], events: Sequence[Event]) -> list[str]:
     gaps = [(a, b) for a, b in itertools.pairwise(seqs) if b != a + 1]
     if gaps:
         problems.append(f"the feed is not gap-free and ordered: {gaps[:5]}")
+    problems += _thread_events(ops, [e for e in events if e["kind"] == "thread"])
+    events = [e for e in events if e["kind"] != "thread"]
     names = [_op_of_event(e) for e in events]  # each event's JSON parsed once
     by_rev: dict[tuple[KeyId, int], list[int]] = defaultdict(list)  # -> event positions
     last_rev: dict[KeyId, int] = {}
@@ -221,6 +223,23 @@ def resumed(reads: dict[int, list[Event]], events: Sequence[Event]) -> list[str]
                 _same(g, w) for g, w in zip(got, want, strict=False)):
             problems.append(f"resumed after {cursor}: {len(got)} events, the full read has "
                             f"{len(want)} after it")
+    return problems
+
+
+def _thread_events(ops: Sequence[Op], events: Sequence[Event]) -> list[str]:
+    """Thread events in the feed: each appended event announced once,
+    however often its append was sent again; each announced one appended
+    by a call that ran; each acknowledged append announced."""
+    problems = []
+    announced = Counter((e["sid"], e["key"]) for e in events if e["action"] == "append")
+    problems += [f"event {event} of thread {thread} is announced {n} times"
+                 for (thread, event), n in announced.items() if n > 1]
+    sent = {(op.args["thread"], op.args["event"]) for op in ops if op.f == "append_event"}
+    problems += [f"event {event} of thread {thread} is announced, but no call appended it"
+                 for thread, event in announced if (thread, event) not in sent]
+    problems += [f"event {op.args['event']} acknowledged to {op.id} is not announced"
+                 for op in ops if op.f == "append_event" and op.outcome == OK
+                 and not announced[(op.args["thread"], op.args["event"])]]
     return problems
 
 

@@ -245,3 +245,16 @@ def test_durable_and_threads() -> None:
     assert checks.threads([append], {"t": ["e1"]}) == []
     assert checks.threads([append], {"t": ["e1", "e1"]})
     assert checks.threads([append], {"t": []})
+
+
+def test_thread_events_in_the_feed() -> None:
+    ops, events = good_feed()
+    append = Op("p-9", "p", "append_event", {"thread": "t", "event": "e1"}, 0, 1, OK)
+    announced = {"seq": len(events) + 1, "scope": "session", "sid": "t", "key": "e1",
+                 "kind": "thread", "action": "append", "rev": len(events) + 1, "by": "p",
+                 "value": None, "delta": None}
+    assert checks.feed([*ops, append], [*events, announced]) == []
+    assert checks.feed([*ops, append], events)  # acknowledged, not announced
+    twice = {**announced, "seq": len(events) + 2, "rev": len(events) + 2}
+    assert checks.feed([*ops, append], [*events, announced, twice])  # announced twice
+    assert checks.feed(ops, [*events, announced])  # announced, never sent
