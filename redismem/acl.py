@@ -171,11 +171,13 @@ def rules(role: Role, user: str, *, search: bool = True) -> list[str]:
     who = [K.principal_pattern(ns, user)]
     requests = Grant(_rw(who), REQUEST_COMMANDS)
     if role.name == "admin":
-        # every key of the namespace but other principals' keys
+        # every key of the namespace but other principals' keys; and
+        # dropping the namespace's indexes (redismem drop)
         families = [f"{b}{family}" for family in ADMIN_FAMILIES]
         repair = Grant(_rw([f"{b}feed", f"{b}feed:rebuild"]), REPAIR_COMMANDS)
         return ["resetchannels", *_rw([*families, *who]), *CONNECT, *ADMIN_COMMANDS,
-                *searches, requests.rule(), repair.rule()]
+                *searches, *(("+ft.dropindex",) if search else ()), requests.rule(),
+                repair.rule()]
     if role.name == "reader":
         return ["resetchannels", f"%R~{b}*", f"~{b}idx:*", *CONNECT, *READS, *searches]
     if role.name == "writer":

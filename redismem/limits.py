@@ -115,5 +115,5 @@ refuses or does not answer its first connection, with
 sets it, 0 for one attempt."""
 CONNECT_TIMEOUT_ENV = "REDISMEM_CONNECT_TIMEOUT"
 
-EVENT_KINDS = ("value", "vector", "turn", "checkpoint", "thread")
+EVENT_KINDS = ("value", "vector", "turn", "checkpoint", "thread", "user")
 """The kinds of change event (``MemoryChangeEvent.kind``)."""

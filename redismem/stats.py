@@ -129,6 +129,22 @@ async def _memory_used(client: Any, keys: Sequence[str]) -> int | None:
     return total
 
 
+async def checkpoint_threads(client: Any, ns: str) -> list[tuple[str, int, int]]:
+    """(thread id, its LangGraph checkpoints, its last put in ms) of each
+    thread with checkpoints, the latest put first."""
+    rows = []
+    for member, score in await client.zrevrange(K.checkpoint_threads(ns), 0, -1,
+                                                withscores=True):
+        thread = member.decode(errors="replace")
+        namespaces = await client.zrange(K.checkpoint_namespaces(ns, thread), 0, -1)
+        pipe = client.pipeline(transaction=False)
+        for cns in namespaces:
+            pipe.zcard(K.checkpoint_ids(ns, thread, cns.decode(errors="replace")))
+        count = sum(await pipe.execute()) if namespaces else 0
+        rows.append((thread, int(count), int(score)))
+    return rows
+
+
 async def _threads(client: Any, ns: str) -> tuple[int, int]:
     """(threads, their events)."""
     threads = [t.decode() for t in await client.zrange(K.threads(ns), 0, -1)]
@@ -175,7 +191,7 @@ async def _keys_and_memory(client: Any, ns: str) -> tuple[int, int | None]:
     return len(keys), await _memory_used(client, keys)
 
 
-PARTS = 8
+PARTS = 9
 """The parts of :func:`namespace_stats`, each read (or refused) alone."""
 
 _REFUSED_COMMAND = re.compile(r"to run the '([^']+)' command")
@@ -208,6 +224,7 @@ async def namespace_stats(client: Redis, ns: str) -> dict[str, Any]:
     vectors = await part("vectors", _live_names(raw, ns, "vector", now_ms))
     sessions = await part("sessions", raw.zcard(K.sessions(ns)))
     threads = await part("threads", _threads(raw, ns))
+    graphs = await part("LangGraph checkpoints", checkpoint_threads(raw, ns))
     memories = await part("long-term memories", _memories(raw, ns))
     feed = await part("feed", _feed(raw, ns))
     indexes = await part("indexes", _indexes(raw, ns))
@@ -221,6 +238,8 @@ async def namespace_stats(client: Redis, ns: str) -> dict[str, Any]:
         "sessions": None if sessions is None else int(sessions),
         "threads": threads and threads[0],
         "thread_events": threads and int(threads[1]),
+        "langgraph_threads": None if graphs is None else len(graphs),
+        "langgraph_checkpoints": None if graphs is None else sum(row[1] for row in graphs),
         "long_term_memories": memories,
         "feed": feed,
         "indexes": indexes,

@@ -22,7 +22,7 @@ from redis.exceptions import ResponseError
 
 from . import _validate as check
 from . import keys as K
-from . import limits, turns
+from . import lifecycle, limits, turns
 from . import vectors as V
 from .bm25 import bm25_rank, tokens
 from .errors import (
@@ -416,6 +416,21 @@ class RedisMemoryStore:
         check.check_key(memory_id)
         ns = self.namespace
         await self.memory._conn.functions.delete_memory(ns, user, memory_id)
+
+    async def forget_user(self, user_id: str) -> lifecycle.UserForgotten:
+        """Delete everything of one user in the namespace (a data-protection
+        request; an admin's): its long-term memories, its events in every
+        thread and its actor scope, so that no key named with the user
+        remains; the feed records it (kind user, action forget) without
+        data. What still holds the user's data afterwards: the feed events
+        written before (until trimmed) and earlier exports
+        (:mod:`redismem.lifecycle`).
+
+        Raises:
+            InvalidIdError: not a user id.
+            PermissionDeniedError: this credential is no admin of the namespace.
+        """
+        return await lifecycle.forget_user(self.memory, user_id)
 
     async def list_long_term_memories(self, user_id: str | None, *, scope: str | None = None,
                                       limit: int = 100) -> list[LongTermMemory]:

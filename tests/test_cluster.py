@@ -19,7 +19,7 @@ from redis.cluster import key_slot
 
 import redismem
 from redismem import keys as K
-from redismem import turns
+from redismem import lifecycle, turns
 from redismem.langgraph import RedismemSaver, RedismemStore
 from redismem.library import bundled, server_library, server_version
 from redismem.repair import repair_feed
@@ -519,6 +519,7 @@ async def test_every_library_function_runs_on_the_namespace_node(
             assert (await waiting).token == turn.token + 2  # after the release event
             await (await waiting).release()
             assert await turns.evict(mem._conn, "session", session, "nobody/h") is False
+            assert (await lifecycle.forget_user(mem, "gone")).keys_deleted == 0
             events = [MemoryEvent(f"e{i}", "t", None, "message", 1000 + i, {"i": i})
                       for i in range(5)]
             await store.append_event(events[0])
@@ -562,7 +563,7 @@ async def test_every_library_function_runs_on_the_namespace_node(
                 if entry["command"].split()[0].upper() in (b"FCALL", b"FCALL_RO")}
 
     library = {f"redismem_{path.stem}" for path in (REPO / "lua" / "functions").glob("*.lua")}
-    assert len(library) == 33
+    assert len(library) == 34
     assert library - called(home) == set()
     # elsewhere only the library's version, read on every primary
     others = set().union(*(called(port) for port in primaries if port != home))

@@ -154,6 +154,14 @@ def cases(ns: str, tmp: Path) -> dict[tuple[str, ...], tuple[list[str], Callable
         ("demo",): (["--namespace", f"{ns}-demo", "--json"],
                     lambda out: json.loads(out)["revision"] == 3),
         ("mcp",): ([*n], lambda out: out == ""),  # standard input closed: it ends at once
+        ("threads", "delete"): ([*n, "other", "--json"],
+                                lambda out: json.loads(out) == {
+                                    "thread_id": "other", "events": 1, "checkpoints": 0}),
+        ("forget-user",): ([*n, "u1", "--json"],
+                           lambda out: json.loads(out)["memories"] == 2
+                           and json.loads(out)["thread_events"] >= 1),
+        ("drop",): (["--namespace", f"{ns}-copy", "--yes", "--json"],
+                    lambda out: json.loads(out)["keys"] > 10),
     }
 
 

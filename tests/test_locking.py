@@ -48,6 +48,10 @@ def test_an_open_server_is_reported_and_locked_only_with_an_operator(bare_redis:
     data = json.loads(run_script("status", "--json", url=bare_redis).stdout)
     assert len(data["open_to_anyone"]) == 1
     audit = run_script("audit", "--namespace", "team", url=bare_redis)
+    assert audit.returncode == 2 and "namespace team holds no key" in audit.stderr
+    assert audit.stdout.startswith(f"127.0.0.1:{port}: serves any client that connects")
+    assert run_script("set", "k", "1", "--namespace", "team", url=bare_redis).returncode == 0
+    audit = run_script("audit", "--namespace", "team", url=bare_redis)
     assert audit.returncode == 1
     assert audit.stdout.startswith(f"127.0.0.1:{port}: serves any client that connects")
 
@@ -233,6 +237,7 @@ def test_a_default_user_turned_off_is_flagged_and_relocked(tmp_path: Path) -> No
                                    "resetkeys", "resetchannels", "-@all")
         ops = f"redis://ops:opspassword-123@127.0.0.1:{server.port}/0"
         address = f"127.0.0.1:{server.port}"
+        assert run_script("set", "k", "1", "--namespace", "team", url=ops).returncode == 0
         status = run_script("status", url=ops)
         assert (f"warning: {address} its default user is off: AOF is on here, the server "
                 "drops every write the library made when it restarts") in status.stdout

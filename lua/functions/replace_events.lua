@@ -1,6 +1,7 @@
 --[[ redismem_replace_events: replace all events of a thread atomically (no
-  events = empty the thread), announced in the feed by one event (kind
-  thread, action replace, key = the thread id, no value: reread it).
+  events = delete the thread: it leaves the threads registry too),
+  announced in the feed by one event (kind thread, action replace, key =
+  the thread id, no value: reread it).
   KEYS[1] events stream   rm:{<ns>}:thr:<thread>:ev
   KEYS[2] times zset      rm:{<ns>}:thr:<thread>:ts
   KEYS[3] ids hash        rm:{<ns>}:thr:<thread>:ids
@@ -23,6 +24,8 @@ local function replace_events(keys, args)
   redis.call('DEL', t.events, t.times, t.ids)
   if #events > 0 then
     redis.call('ZADD', t.threads, int_string(events[#events].e.timestamp), t.thread)
+  else
+    redis.call('ZREM', t.threads, t.thread)
   end
   local kept = 0
   for _, flag in ipairs(append_checked(t, events)) do

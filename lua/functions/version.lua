@@ -3,7 +3,7 @@
   KEYS: none   ARGV: none   Reply: integer
   Errors: INVALID_ARGUMENT (a key or an argument given)                   ]]
 
-local LIBRARY_VERSION = 36
+local LIBRARY_VERSION = 37
 
 register('redismem_version', function(keys, args)
   if #keys > 0 then

@@ -124,6 +124,9 @@ def _namespace_lines(n: dict[str, Any]) -> list[str]:
         lines.append(f"  {n['threads']} threads ({n['thread_events']} events)"
                      + ("" if n["long_term_memories"] is None
                         else f", {n['long_term_memories']} long-term memories"))
+    if n["langgraph_threads"]:
+        lines.append(f"  {n['langgraph_threads']} LangGraph threads "
+                     f"({n['langgraph_checkpoints']} checkpoints)")
     feed = n["feed"]
     if feed is not None:
         span = (f"sequences {feed['oldest_sequence']}..{feed['last_sequence']}"
@@ -326,21 +329,45 @@ async def _cluster_status(client: Any
 @main.command("audit")
 @url_option
 @namespace_option
+@click.option("--all-namespaces", is_flag=True,
+              help="Audit every namespace on the server (an operator's: it SCANs).")
 @json_option
-def audit_cmd(url: str | None, namespace: str, as_json: bool) -> None:
+def audit_cmd(url: str | None, namespace: str, all_namespaces: bool, as_json: bool) -> None:
     """List the entries of a namespace that the library did not write (raw
     commands): values that are not strict JSON, malformed vectors, forged
-    feed entries, bad thread events. Exit code 1 when there are any."""
+    feed entries, bad thread events. Exit code 1 when there are any, 2 when
+    the namespace holds no key at all (a typo?)."""
     from ..audit import audit
+    from ..lifecycle import holds_anything
     from ..memory import connect
+    from ..stats import namespaces
 
-    async def run() -> list[dict[str, str]]:
-        async with await connect(url, namespace=namespace) as mem:
-            return [{"key": f.key, "problem": f.problem} async for f in audit(mem)]
+    async def run() -> tuple[list[str], list[dict[str, str]], bool]:
+        names = [namespace]
+        if all_namespaces:
+            async with await connect(url, namespace=namespace) as mem:
+                names = await namespaces(mem.client) or [namespace]  # the server's findings
+        found, seen, exists = [], set(), True
+        for ns in names:
+            async with await connect(url, namespace=ns) as mem:
+                async for f in audit(mem):
+                    if f.key not in seen:  # a server's finding: once
+                        seen.add(f.key)
+                        found.append({"namespace": ns, "key": f.key, "problem": f.problem})
+                if not all_namespaces:
+                    exists = await holds_anything(mem)
+        return names, found, exists
 
-    found = run_sync(run())
+    names, found, exists = run_sync(run())
+    if not exists:
+        if found:
+            emit(found, as_json, lambda d: "\n".join(f"{f['key']}: {f['problem']}" for f in d))
+        click.echo(f"Error: namespace {namespace} holds no key: there is no such namespace "
+                   "on this server (redismem status lists them)", err=True)
+        sys.exit(2)
     emit(found, as_json, lambda d: "\n".join(f"{f['key']}: {f['problem']}" for f in d)
-          or f"namespace {namespace}: every entry was written by redismem")
+         or (f"{len(names)} namespaces: every entry was written by redismem" if all_namespaces
+             else f"namespace {namespace}: every entry was written by redismem"))
     if found:
         sys.exit(1)
 

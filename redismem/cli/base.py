@@ -288,9 +288,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "del": ("data", 'Delete KEY.'),
     "demo": ("data", 'Run the reference "sessions" example on the server and narrate it.'),
     "down": ("admin", 'Stop the embedded server cleanly.'),
+    "drop": ("lifecycle",
+        'Delete every key of the namespace (values, vectors, threads, memories, checkpoints, '
+        'the feed, settings, turns) and its search'),
     "export": ("transfer",
         'Write a namespace as JSON Lines: settings, sessions, values, vectors, thread events, '
         'long-term memories and LangGraph checkpoints, with revisions'),
+    "forget-user": ("lifecycle",
+        'Delete everything of USER in the namespace (a data-protection request): its long-term '
+        'memories, its events in every thread'),
     "get": ("data", 'Read KEY.'),
     "import": ("transfer", 'Restore an export FILE (- = standard input).'),
     "incr": ("data",
@@ -318,7 +324,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("admin",
         'Server, modules, library version, capabilities and, per namespace, keys, threads, feed, '
         'indexes and memory used.'),
-    "threads": ("store", 'Inspect and compact conversation threads (MemoryStore events).'),
+    "threads": ("store",
+        'Inspect, compact and delete conversation threads (MemoryStore events, LangGraph '
+        'checkpoints).'),
     "trim": ("admin", "Drop change events older than the namespace's retention now."),
     "turns": ("turns",
         "Each turn of the namespace's sessions and workflows: its latest token, who holds it and "

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 @main.group()
 def threads() -> None:
-    """Inspect and compact conversation threads (MemoryStore events)."""
+    """Inspect, compact and delete conversation threads (MemoryStore events,
+    LangGraph checkpoints)."""
 
 
 @threads.command("list")
@@ -36,14 +37,50 @@ def threads() -> None:
 @json_option
 @with_store
 async def threads_list(store: RedisMemoryStore, as_json: bool) -> None:
-    """Threads, latest event first, with their event counts."""
-    rows = []
+    """Threads, latest first: MemoryStore threads with their event counts,
+    and LangGraph threads with their checkpoint counts (a thread may be
+    both)."""
+    from ..stats import checkpoint_threads  # redis-py: imported when the command runs
+
+    rows: dict[str, dict[str, Any]] = {}
     for thread, last in await store.list_threads():
         count = await store.memory.client.xlen(K.thread_events(store.namespace, thread))
-        rows.append({"thread_id": thread, "events": count, "last_event_ms": last})
-    emit(rows, as_json, lambda rs: "\n".join(
-        f"{r['thread_id']}  {r['events']} events  last event at {iso_ms(r['last_event_ms'])}"
-        for r in rs))
+        rows[thread] = {"thread_id": thread, "events": count, "last_event_ms": last,
+                        "checkpoints": 0, "last_put_ms": None}
+    for thread, count, last in await checkpoint_threads(store.memory.client, store.namespace):
+        row = rows.setdefault(thread, {"thread_id": thread, "events": 0, "last_event_ms": None})
+        row.update(checkpoints=count, last_put_ms=last)
+    ordered = sorted(rows.values(), key=lambda r: -max(r["last_event_ms"] or 0,
+                                                       r["last_put_ms"] or 0))
+    emit(ordered, as_json, lambda rs: "\n".join(_thread_line(r) for r in rs))
+
+
+def _thread_line(row: dict[str, Any]) -> str:
+    parts = [row["thread_id"]]
+    if row["last_event_ms"] is not None:
+        parts.append(f"{row['events']} events  last event at {iso_ms(row['last_event_ms'])}")
+    if row["last_put_ms"] is not None:
+        parts.append(f"{row['checkpoints']} LangGraph checkpoints  last put at "
+                     f"{iso_ms(row['last_put_ms'])}")
+    return "  ".join(parts)
+
+
+@threads.command("delete")
+@url_option
+@namespace_option
+@json_option
+@click.argument("thread_id")
+@with_store
+async def threads_delete(store: RedisMemoryStore, thread_id: str, as_json: bool) -> None:
+    """Delete THREAD_ID's events and its LangGraph checkpoints, writes and
+    channel values (each announced in the change feed); its state, values
+    of its session scope, stays."""
+    from .. import lifecycle  # redis-py: imported when the command runs
+
+    done = await lifecycle.delete_thread(store.memory, thread_id)
+    emit(dataclasses.asdict(done), as_json,
+         lambda d: f"deleted thread {d['thread_id']}: {d['events']} events, "
+                   f"{d['checkpoints']} LangGraph checkpoints")
 
 
 @threads.command("show")

@@ -31,7 +31,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from .. import _validate as check
 from .. import keys as K
-from .. import limits, turns
+from .. import lifecycle, limits, turns
 from ..errors import InvalidArgumentError
 from ..memory import Memory
 from . import _stored as S
@@ -272,20 +272,12 @@ class RedismemSaver(Lifecycle, BaseCheckpointSaver[str]):
         return [i.decode() for i in await client.zrange(
             K.checkpoint_ids(self.namespace, thread, K.encode_part(cns)), 0, -1)]
 
-    async def _written(self, thread: str, cns: str) -> list[str]:
-        """Ids with pending writes, their checkpoint stored or not (yet)."""
-        client: Any = (await self._memory()).client
-        return [i.decode() for i in await client.zrange(
-            K.checkpoint_written(self.namespace, thread, K.encode_part(cns)), 0, -1)]
-
     async def adelete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint and write of a thread, in calls of at most
         500 checkpoints (a concurrent put may land between two of them)."""
         check.check_id("thread id", thread_id)
-        for cns in await self._namespaces(thread_id):
-            while ids := sorted({*await self._ids(thread_id, cns),
-                                 *await self._written(thread_id, cns)}):
-                await self._drop(thread_id, cns, ids)
+        await lifecycle.drop_checkpoints(await self._memory(), thread_id,
+                                         turns.token_arg(self.namespace, "session", thread_id))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes) that these runs put."""
