@@ -116,7 +116,9 @@ class Checker:
 
     def _header(self, record: dict[str, Any], line: int) -> Row:
         _fields(record, line, ("format", "version", "namespace"),
-                ("exported_at", "library_version"))
+                ("exported_at", "library_version", "all_namespaces"))
+        if record.get("all_namespaces", True) is not True:
+            raise _fail(line, "all_namespaces is true when present")
         if record["format"] != FORMAT or record["version"] not in READS:
             versions = " or ".join(map(str, READS))
             raise _fail(line, f"not a {FORMAT} file of version {versions}: format "
@@ -233,6 +235,57 @@ def max_line_bytes(max_value_bytes: int) -> int:
     or a checkpoint record (at most ``limits.MAX_CHECKPOINT_BYTES`` in
     base64), with room for its other fields."""
     return max(2 * max_value_bytes, limits.MAX_CHECKPOINT_BYTES * 4 // 3) + 65_536
+
+
+def read_header_record(path: Path, longest: int | None = None) -> dict[str, Any]:
+    """The header record of an export file, checked.
+
+    Raises:
+        InvalidExportError: the file does not start with an export header.
+        OSError: the file cannot be read.
+    """
+    for text in lines(path, longest or max_line_bytes(limits.MAX_VALUE_BYTES)):
+        checker = Checker(limits.MAX_VALUE_BYTES_CEILING, None, limits.MAX_CALL_BYTES_CEILING)
+        checker.row(text)
+        return cast(dict[str, Any], json.loads(text))
+    raise InvalidExportError("the file is empty: no export header")
+
+
+def split_sections(path: Path, directory: Path, longest: int | None = None
+                   ) -> list[tuple[str, Path]]:
+    """The sections of a whole-server export (``export --all-namespaces``),
+    each written to a file of its own in ``directory``: (namespace, file),
+    in file order.
+
+    Raises:
+        InvalidExportError: a line is too long or not UTF-8, a header is
+            not one of a whole-server export, or a namespace comes twice.
+    """
+    sections: list[tuple[str, Path]] = []
+    out = None
+    try:
+        for number, text in enumerate(lines(path, longest or max_line_bytes(
+                limits.MAX_VALUE_BYTES_CEILING)), 1):
+            if text.startswith('{"all_namespaces":true') or '"type":"header"' in text:
+                record = json.loads(text)
+                if isinstance(record, dict) and record.get("type") == "header":
+                    if record.get("all_namespaces") is not True:
+                        raise InvalidExportError(f"line {number}: a header of a whole-server "
+                                                 "export has all_namespaces true")
+                    ns = check.check_id("namespace", record.get("namespace"))
+                    if any(ns == seen for seen, _ in sections):
+                        raise InvalidExportError(f"line {number}: namespace {ns} comes twice")
+                    if out is not None:
+                        out.close()
+                    sections.append((ns, directory / f"{len(sections):05d}.jsonl"))
+                    out = sections[-1][1].open("w", encoding="utf-8")
+            if out is None:
+                raise InvalidExportError("line 1: the first line must be the export header")
+            out.write(text if text.endswith("\n") else text + "\n")
+    finally:
+        if out is not None:
+            out.close()
+    return sections
 
 
 def read_header(path: Path, longest: int | None = None) -> str:

@@ -5,6 +5,9 @@ An export is one JSON object per line, each with a ``type``:
 ``header``
     first line: ``format`` ("redismem-export"), ``version`` (2; an import
     reads 1 too), ``namespace``, ``exported_at`` (ms), ``library_version``.
+    A whole-server export (``export --all-namespaces``) is one section per
+    namespace, each from its own header, every header with
+    ``all_namespaces`` true.
 ``settings``
     the namespace settings set explicitly (defaults are not written).
 ``session``
@@ -358,12 +361,14 @@ def memory_problem(rec: bytes, emb: bytes | None) -> str | None:
     return None if problem is None else f"its embedding {problem}"
 
 
-async def _found(mem: Memory, plan: Survey) -> AsyncIterator[Found]:
+async def _found(mem: Memory, plan: Survey, header: dict[str, Any] | None = None
+                 ) -> AsyncIterator[Found]:
     """Every record of ``mem``'s namespace, header first, and every entry
     the library did not write."""
     client, ns = _redis(mem), mem.namespace
     yield {"type": "header", "format": FORMAT, "version": VERSION, "namespace": ns,
-           "exported_at": _now_ms(), "library_version": mem.capabilities.library_version}
+           "exported_at": _now_ms(), "library_version": mem.capabilities.library_version,
+           **(header or {})}
     explicit = {k.decode(errors="replace") for k in await client.hgetall(K.config(ns))}
     settings = await mem.settings()
     yield {"type": "settings", "settings": {k: settings[k] for k in sorted(explicit)
@@ -400,7 +405,8 @@ async def _found(mem: Memory, plan: Survey) -> AsyncIterator[Found]:
             yield record
 
 
-async def export_records(mem: Memory, plan: Survey, *, keep_raw: bool = False
+async def export_records(mem: Memory, plan: Survey, *, keep_raw: bool = False,
+                         header: dict[str, Any] | None = None
                          ) -> AsyncIterator[dict[str, Any]]:
     """Every record of ``mem``'s namespace, header first. An entry the
     library did not write stops the export, or with ``keep_raw`` becomes
@@ -409,7 +415,7 @@ async def export_records(mem: Memory, plan: Survey, *, keep_raw: bool = False
     Raises:
         CorruptEntryError: such an entry, without ``keep_raw`` (it names the key).
     """
-    async for found in _found(mem, plan):
+    async for found in _found(mem, plan, header):
         if not isinstance(found, Damaged):
             yield found
             continue
@@ -466,9 +472,12 @@ async def left_out(mem: Memory) -> dict[str, int]:
 
 async def export_namespace(mem: Memory, write: Callable[[str], Any],
                            progress: Progress | None = None, plan: Survey | None = None,
-                           *, keep_raw: bool = False) -> ExportSummary:
+                           *, keep_raw: bool = False, all_namespaces: bool = False
+                           ) -> ExportSummary:
     """Write every record of ``mem``'s namespace through ``write``, one line
     (with its newline) per call; ``progress`` gets the number of records done.
+    ``all_namespaces``: the header says the section is one of a
+    whole-server export.
 
     Raises:
         CorruptEntryError: an entry the library did not write (without
@@ -479,7 +488,8 @@ async def export_namespace(mem: Memory, write: Callable[[str], Any],
     with refusals():
         plan = plan or await survey(mem)
         summary = ExportSummary(mem.namespace)
-        async for record in export_records(mem, plan, keep_raw=keep_raw):
+        header = {"all_namespaces": True} if all_namespaces else None
+        async for record in export_records(mem, plan, keep_raw=keep_raw, header=header):
             write(_line(record) + "\n")
             summary.records += 1
             if items(record):
