@@ -32,11 +32,17 @@ from . import keys as K
 SHAPES = ("hash", "zset", "stream")
 
 
-def _text(data: bytes) -> str:
+def b64_text(data: bytes) -> str:
+    """``data`` as base64 text."""
     return base64.b64encode(data).decode()
 
 
-def _bytes(text: Any, what: str) -> bytes:
+def b64_bytes(text: Any, what: str) -> bytes:
+    """The bytes of base64 ``text``.
+
+    Raises:
+        ValueError: it is no text, or not base64 (naming ``what``).
+    """
     if not isinstance(text, str):
         raise ValueError(f"{what} must be base64 text, got {type(text).__name__}")
     try:
@@ -46,7 +52,7 @@ def _bytes(text: Any, what: str) -> bytes:
 
 
 def _record(ns: str, key: bytes, problem: str, shape: str, content: Any) -> dict[str, Any]:
-    return {"type": "raw", "key": _text(K.key_suffix(ns, key)), "problem": problem,
+    return {"type": "raw", "key": b64_text(K.key_suffix(ns, key)), "problem": problem,
             shape: content}
 
 
@@ -60,7 +66,7 @@ async def hash_record(client: Any, ns: str, key: bytes, problem: str,
     if not found:
         return None
     return _record(ns, key, problem, "hash",
-                   {_text(name): _text(value) for name, value in sorted(found.items())})
+                   {b64_text(name): b64_text(value) for name, value in sorted(found.items())})
 
 
 async def zset_record(client: Any, ns: str, key: bytes, members: list[bytes],
@@ -70,7 +76,8 @@ async def zset_record(client: Any, ns: str, key: bytes, members: list[bytes],
     for member in members:
         pipe.zscore(key, member)  # ZSCORE, not ZMSCORE: every role holds it
     scores = await pipe.execute()
-    listed = [[_text(member), float(score)] for member, score in zip(members, scores, strict=True)
+    listed = [[b64_text(member), float(score)]
+              for member, score in zip(members, scores, strict=True)
               if score is not None]
     return _record(ns, key, problem, "zset", listed) if listed else None
 
@@ -79,7 +86,7 @@ def stream_record(ns: str, key: bytes, entries: list[tuple[bytes, dict[bytes, by
                   problem: str) -> dict[str, Any]:
     """A raw record of stream ``key``'s ``entries``."""
     return _record(ns, key, problem, "stream", [
-        [entry_id.decode(), {_text(k): _text(v) for k, v in sorted(fields.items())}]
+        [entry_id.decode(), {b64_text(k): b64_text(v) for k, v in sorted(fields.items())}]
         for entry_id, fields in entries])
 
 
@@ -134,26 +141,27 @@ def check(record: dict[str, Any], max_value_bytes: int, max_call_bytes: int) -> 
     if len(shapes) != 1 or unknown or "key" not in record:
         raise ValueError("a raw record has key, problem and one of hash, zset or stream"
                          + (f"; unknown fields {', '.join(unknown)}" if unknown else ""))
-    suffix = _bytes(record["key"], "key")
+    suffix = b64_bytes(record["key"], "key")
     K.raw_key("x", suffix)  # one of the families a raw record may write
     shape, content = shapes[0], record[shapes[0]]
     if shape == "hash":
         if not isinstance(content, dict) or not content:
             raise ValueError("hash must be an object of base64 fields and values")
-        checked: Any = {_bytes(k, "a field"): _bytes(v, "a value") for k, v in content.items()}
+        checked: Any = {b64_bytes(k, "a field"): b64_bytes(v, "a value")
+                        for k, v in content.items()}
     elif shape == "zset":
         if not isinstance(content, list) or not content or not all(
                 isinstance(pair, list) and len(pair) == 2
                 and isinstance(pair[1], (int, float)) and not isinstance(pair[1], bool)
                 for pair in content):
             raise ValueError("zset must be a list of [base64 member, score] pairs")
-        checked = [(_bytes(member, "a member"), float(score)) for member, score in content]
+        checked = [(b64_bytes(member, "a member"), float(score)) for member, score in content]
     else:
         if not isinstance(content, list) or not content or not all(
                 isinstance(entry, list) and len(entry) == 2 and isinstance(entry[1], dict)
                 and entry[1] for entry in content):
             raise ValueError("stream must be a list of [id, {base64 field: base64 value}]")
-        checked = [{_bytes(k, "a field"): _bytes(v, "a value") for k, v in fields.items()}
+        checked = [{b64_bytes(k, "a field"): b64_bytes(v, "a value") for k, v in fields.items()}
                    for _, fields in content]
     _check_sizes(_parts(shape, checked), max_value_bytes, max_call_bytes)
     return RawRow(suffix, shape, checked)

@@ -288,21 +288,6 @@ def split_sections(path: Path, directory: Path, longest: int | None = None
     return sections
 
 
-def read_header(path: Path, longest: int | None = None) -> str:
-    """The namespace an export file was written from (its header line).
-
-    Raises:
-        InvalidExportError: the file does not start with an export header.
-        OSError: the file cannot be read.
-    """
-    for text in lines(path, longest or max_line_bytes(limits.MAX_VALUE_BYTES)):
-        checker = Checker(limits.MAX_VALUE_BYTES_CEILING, None, limits.MAX_CALL_BYTES_CEILING)
-        checker.row(text)
-        assert checker.namespace is not None
-        return checker.namespace
-    raise InvalidExportError("the file is empty: no export header")
-
-
 def lines(path: Path, longest: int) -> Iterator[str]:
     """The non-blank lines of an export file, each read only when it is at
     most ``longest`` bytes: a longer line is refused before it is read

@@ -29,8 +29,6 @@ record carries, and a write the target holds with the same bytes.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
@@ -41,6 +39,7 @@ from . import keys as K
 from . import limits
 from .errors import CorruptEntryError, InvalidArgumentError
 from .memory import Memory
+from .raw import b64_bytes, b64_text
 from .stats import scan_if_permitted
 
 RECORD_TYPES = ("checkpoint", "checkpoint_writes")
@@ -58,19 +57,6 @@ def _client(mem: Memory) -> Any:
     """The client, untyped: redis-py's reply types are unions a bytes reply
     (decode_responses off) never takes."""
     return mem.client
-
-
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode()
-
-
-def _unb64(text: Any, what: str) -> bytes:
-    if not isinstance(text, str):
-        raise ValueError(f"{what} must be base64 text, got {type(text).__name__}")
-    try:
-        return base64.b64decode(text, validate=True)
-    except binascii.Error:
-        raise ValueError(f"{what} is not base64: {text[:40]!r}") from None
 
 
 def typed_problem(data: bytes | None) -> str | None:
@@ -224,10 +210,10 @@ async def _checkpoint(walk: _Walk, checkpoint_id: str, key: str, stored: dict[by
         blobs.append((field, value))
     base = {"type": "checkpoint", "thread": walk.thread, "checkpoint_ns": walk.cns,
             "checkpoint_id": checkpoint_id, "parent": parent, "run": run_text,
-            "checkpoint": _b64(stored[b"cp"]), "metadata": _b64(stored[b"md"]),
+            "checkpoint": b64_text(stored[b"cp"]), "metadata": b64_text(stored[b"md"]),
             "channels": channels}
     for chunk in _chunks(blobs, lambda item: len(item[0]) + len(item[1])):
-        yield {**base, "blobs": {field: _b64(value) for field, value in chunk}}
+        yield {**base, "blobs": {field: b64_text(value) for field, value in chunk}}
 
 
 def _writes(walk: _Walk, checkpoint_id: str, key: str, stored: dict[bytes, bytes]
@@ -256,7 +242,7 @@ def _writes(walk: _Walk, checkpoint_id: str, key: str, stored: dict[bytes, bytes
         for chunk in _chunks(writes, lambda w: len(w[1]) + len(w[2]) + 24):
             yield {"type": "checkpoint_writes", "thread": walk.thread,
                    "checkpoint_ns": walk.cns, "checkpoint_id": checkpoint_id, "task": task,
-                   "path": path, "writes": [[i, c, _b64(v)] for i, c, v in chunk]}
+                   "path": path, "writes": [[i, c, b64_text(v)] for i, c, v in chunk]}
 
 
 def _chunks(items: list[Any], size: Any) -> Iterable[list[Any]]:
@@ -313,7 +299,7 @@ def _where(record: dict[str, Any]) -> tuple[str, str, str]:
 
 
 def _typed(text: Any, what: str) -> bytes:
-    data = _unb64(text, what)
+    data = b64_bytes(text, what)
     problem = typed_problem(data)
     if problem:
         raise ValueError(f"{what}: {problem}")

@@ -374,7 +374,7 @@ def test_an_empty_file_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "empty.jsonl"
     path.write_text("\n")
     with pytest.raises(InvalidExportError, match="the file is empty"):
-        restore.read_header(path)
+        restore.read_header_record(path)
 
 
 async def test_raw_import_functions(rmem: redismem.Memory) -> None:
