@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -375,6 +374,3 @@ async def _drop(mem: Memory, dry_run: bool) -> NamespaceDropped:
     for first in range(0, len(keys), _BATCH):
         await client.delete(*keys[first:first + _BATCH])
     return done
-
-def counts(values: Iterable[tuple[str, int]]) -> str:
-    return ", ".join(f"{n} {name}" for name, n in values if n) or "nothing"
