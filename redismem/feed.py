@@ -146,6 +146,20 @@ LAST_STREAM_ID = f"{_MAX_ID_PART}-{_MAX_ID_PART}"
 """The largest stream id: a range cannot start past it (a raw XADD can take it)."""
 
 
+async def stream_entries(client: Any, stream: str
+                         ) -> AsyncIterator[tuple[bytes, dict[bytes, bytes]]]:
+    """Every entry of ``stream``, oldest first, read in pages of 1,000 (an
+    entry added meanwhile after the page being read comes too)."""
+    start = "-"
+    while True:
+        entries = cast(Entries, await client.xrange(stream, min=start, max="+", count=1000))
+        for entry in entries:
+            yield entry
+        if len(entries) < 1000 or entries[-1][0].decode() == LAST_STREAM_ID:
+            return  # the end, or a raw XADD took the last id there is: nothing can follow
+        start = "(" + entries[-1][0].decode()
+
+
 def after_id(sequence: int) -> str:
     """The stream id range start just past every entry of ``sequence``: the
     library writes ``<sequence>-0``, and an entry forged as ``<sequence>-5``

@@ -98,6 +98,18 @@ def refusals(key: str | None = None) -> Iterator[None]:
         raise mapped from None
 
 
+@contextlib.contextmanager
+def admin_only(what: str, ns: str) -> Iterator[None]:
+    """:func:`refusals` of a call only an admin of ``ns`` may make (it
+    declares or deletes the settings): a refusal says the role ``what`` takes."""
+    try:
+        with refusals(K.config(ns)):
+            yield
+    except PermissionDeniedError as exc:
+        raise PermissionDeniedError(f"{what} takes the admin role of namespace {ns}: "
+                                    f"{exc}") from None
+
+
 REACH = ("a namespace role reaches only its own namespace; a worker only its granted "
          "sessions and workflows and its own actor scope, not the change feed, searches, "
          "threads or long-term memories; a reader writes nothing (docs/access-control.md; "

@@ -32,8 +32,8 @@ from . import _validate as check
 from . import keys as K
 from . import limits
 from .errors import InvalidArgumentError, PermissionDeniedError
-from .feed import LAST_STREAM_ID
-from .functions import refusals
+from .feed import stream_entries
+from .functions import admin_only, refusals
 from .memory import Memory
 from .stats import scan_if_permitted
 
@@ -46,10 +46,6 @@ def _client(mem: Memory) -> Any:
     """The client, untyped: redis-py's reply types are unions a bytes reply
     (decode_responses off) never takes."""
     return mem.client
-
-
-def _admin(what: str, ns: str, exc: PermissionDeniedError) -> PermissionDeniedError:
-    return PermissionDeniedError(f"{what} takes the admin role of namespace {ns}: {exc}")
 
 
 # threads
@@ -126,20 +122,13 @@ async def _user_thread_events(mem: Memory, user: str) -> dict[str, list[tuple[st
                 await scan_if_permitted(client, f"{K.glob_escape(prefix)}*:ev")}
     found: dict[str, list[tuple[str, str]]] = {}
     for thread in sorted(threads):
-        start = "-"
-        while entries := await client.xrange(K.thread_events(ns, thread), start, "+",
-                                             count=1000):
-            for entry_id, fields in entries:
-                try:
-                    event = json.loads(fields[b"e"])
-                except (KeyError, ValueError):
-                    continue  # not the library's: `redismem audit` names it
-                if isinstance(event, dict) and event.get("user_id") == user:
-                    found.setdefault(thread, []).append(
-                        (entry_id.decode(), str(event.get("id", ""))))
-            if entries[-1][0].decode() == LAST_STREAM_ID:
-                break
-            start = "(" + entries[-1][0].decode()
+        async for entry_id, fields in stream_entries(client, K.thread_events(ns, thread)):
+            try:
+                event = json.loads(fields[b"e"])
+            except (KeyError, ValueError):
+                continue  # not the library's: `redismem audit` names it
+            if isinstance(event, dict) and event.get("user_id") == user:
+                found.setdefault(thread, []).append((entry_id.decode(), str(event.get("id", ""))))
     return found
 
 
@@ -184,30 +173,27 @@ async def forget_user(mem: Memory, user: str) -> UserForgotten:
         raise InvalidArgumentError("'_' stands for the shared memories, not a user")
     ns = mem.namespace
     done = UserForgotten(user)
-    try:
-        with refusals(K.config(ns)):
-            # the admin's function first, with nothing to delete: another
-            # credential is refused before anything is deleted
-            await _forget_batch(mem, user, [], last=False)
-            for thread, events in (await _user_thread_events(mem, user)).items():
-                held = 1
-                for first in range(0, len(events), limits.MAX_BATCH):
-                    removed, held = await mem._conn.functions.drop_events(
-                        ns, thread, mem.principal, events[first:first + limits.MAX_BATCH])
-                    done.thread_events += removed
-                if held == 0:  # the user's alone: the thread goes too
-                    await mem._conn.functions.replace_events(ns, thread, mem.principal, [])
-            keys, who, done.memories, done.actor_keys = await _user_keys(mem, user)
-            try:  # another principal's request records: an operator's to delete
-                done.keys_deleted += await _forget_batch(mem, user, who, last=False)
-            except PermissionDeniedError:
-                done.request_records_left = True  # they expire within minutes
-            batches = [keys[i:i + _BATCH] for i in range(0, len(keys), _BATCH)] or [[]]
-            for i, batch in enumerate(batches):
-                done.keys_deleted += await _forget_batch(mem, user, batch,
-                                                         last=i == len(batches) - 1)
-    except PermissionDeniedError as exc:
-        raise _admin("forgetting a user", ns, exc) from None
+    with admin_only("forgetting a user", ns):
+        # the admin's function first, with nothing to delete: another
+        # credential is refused before anything is deleted
+        await _forget_batch(mem, user, [], last=False)
+        for thread, events in (await _user_thread_events(mem, user)).items():
+            held = 1
+            for first in range(0, len(events), limits.MAX_BATCH):
+                removed, held = await mem._conn.functions.drop_events(
+                    ns, thread, mem.principal, events[first:first + limits.MAX_BATCH])
+                done.thread_events += removed
+            if held == 0:  # the user's alone: the thread goes too
+                await mem._conn.functions.replace_events(ns, thread, mem.principal, [])
+        keys, who, done.memories, done.actor_keys = await _user_keys(mem, user)
+        try:  # another principal's request records: an operator's to delete
+            done.keys_deleted += await _forget_batch(mem, user, who, last=False)
+        except PermissionDeniedError:
+            done.request_records_left = True  # they expire within minutes
+        batches = [keys[i:i + _BATCH] for i in range(0, len(keys), _BATCH)] or [[]]
+        for i, batch in enumerate(batches):
+            done.keys_deleted += await _forget_batch(mem, user, batch,
+                                                     last=i == len(batches) - 1)
     done.feed_sequence = int(await _client(mem).get(K.sequence(ns)) or 0)
     return done
 
@@ -331,11 +317,8 @@ async def drop_namespace(mem: Memory, *, dry_run: bool = False) -> NamespaceDrop
     Raises:
         PermissionDeniedError: this credential is no admin of the namespace.
     """
-    try:
-        with refusals(K.config(mem.namespace)):
-            return await _drop(mem, dry_run)
-    except PermissionDeniedError as exc:
-        raise _admin("dropping a namespace", mem.namespace, exc) from None
+    with admin_only("dropping a namespace", mem.namespace):
+        return await _drop(mem, dry_run)
 
 
 async def _drop(mem: Memory, dry_run: bool) -> NamespaceDropped:

@@ -20,15 +20,13 @@ meanwhile. An admin's credential may run it (docs/access-control.md).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import cast
 
 from redis.asyncio import Redis
 
 from . import keys as K
 from .errors import FeedCorruptError
-from .feed import LAST_STREAM_ID, Entries
+from .feed import stream_entries
 from .functions import refusals
 from .limits import MAX_SEQUENCE
 from .memory import Memory
@@ -117,7 +115,7 @@ async def _scan(client: Redis, feed: str, keep: str | None) -> tuple[list[bytes]
     bad: list[bytes] = []
     size = 0
     batch = client.pipeline(transaction=False)
-    async for entry_id, fields in _entries(client, feed):
+    async for entry_id, fields in stream_entries(client, feed):
         if _sequence(entry_id) is None:
             bad.append(entry_id)
             continue
@@ -129,14 +127,3 @@ async def _scan(client: Redis, feed: str, keep: str | None) -> tuple[list[bytes]
     if keep is not None:
         await batch.execute()
     return bad, size
-
-
-async def _entries(client: Redis, stream: str) -> AsyncIterator[tuple[bytes, dict[bytes, bytes]]]:
-    start = "-"
-    while True:
-        entries = cast(Entries, await client.xrange(stream, min=start, max="+", count=1000))
-        for entry in entries:
-            yield entry
-        if len(entries) < 1000 or entries[-1][0].decode() == LAST_STREAM_ID:
-            return
-        start = "(" + entries[-1][0].decode()

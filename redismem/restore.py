@@ -266,7 +266,7 @@ def split_sections(path: Path, directory: Path, longest: int | None = None
     try:
         for number, text in enumerate(lines(path, longest or max_line_bytes(
                 limits.MAX_VALUE_BYTES_CEILING)), 1):
-            if text.startswith('{"all_namespaces":true') or '"type":"header"' in text:
+            if '"type":"header"' in text:  # a value's JSON may hold it too: parsed to tell
                 record = json.loads(text)
                 if isinstance(record, dict) and record.get("type") == "header":
                     if record.get("all_namespaces") is not True:

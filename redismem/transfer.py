@@ -67,7 +67,7 @@ from . import keys as K
 from . import transfer_checkpoints as CP
 from . import vectors as V
 from .errors import CorruptEntryError, InvalidArgumentError
-from .feed import LAST_STREAM_ID
+from .feed import stream_entries
 from .functions import refusals
 from .memory import Memory
 from .records import memory_from_json
@@ -288,26 +288,18 @@ async def _tombstones(mem: Memory, kind: K.Kind, scope: str, sid: str,
 
 
 async def _thread_events(mem: Memory, thread: str) -> AsyncIterator[Found]:
-    start = "-"
     key = K.thread_events(mem.namespace, thread)
-    while True:
-        entries = await _redis(mem).xrange(key, start, "+", count=1000)
-        if not entries:
-            return
-        for entry_id, entry in entries:
-            try:
-                event = json.loads(entry[b"e"])
-                if not isinstance(event, dict):
-                    raise ValueError("not an object")
-            except (KeyError, ValueError) as exc:
-                problem = f"event {entry_id.decode()} is not one the library writes ({exc!r})"
-                yield Damaged(key.encode(), problem, (
-                    raw.Part("stream", key.encode(), entries=((entry_id, entry),)),))
-                continue
-            yield {"type": "event", "event": event}
-        if entries[-1][0].decode() == LAST_STREAM_ID:
-            return  # a raw XADD took the last id there is: nothing can follow
-        start = "(" + entries[-1][0].decode()
+    async for entry_id, entry in stream_entries(_redis(mem), key):
+        try:
+            event = json.loads(entry[b"e"])
+            if not isinstance(event, dict):
+                raise ValueError("not an object")
+        except (KeyError, ValueError) as exc:
+            problem = f"event {entry_id.decode()} is not one the library writes ({exc!r})"
+            yield Damaged(key.encode(), problem, (
+                raw.Part("stream", key.encode(), entries=((entry_id, entry),)),))
+            continue
+        yield {"type": "event", "event": event}
 
 
 async def memory_fields(mem: Memory, user: str

@@ -33,15 +33,9 @@ from . import _validate as check
 from . import keys as K
 from . import limits
 from ._connection import Connection
-from .errors import (
-    InvalidArgumentError,
-    PermissionDeniedError,
-    RedisMemError,
-    TurnLostError,
-    TurnTimeoutError,
-)
+from .errors import InvalidArgumentError, RedisMemError, TurnLostError, TurnTimeoutError
 from .feed import block_seconds
-from .functions import refusals
+from .functions import admin_only, refusals
 from .records import time_ms
 
 log = logging.getLogger("redismem.turns")
@@ -203,6 +197,12 @@ class Turn:
                 interval = self._ttl_ms / 3000
 
 
+def _turn_scope(scope: str) -> None:
+    if scope not in TURN_SCOPES:
+        raise InvalidArgumentError(f"turns are taken in session and workflow scopes, "
+                                   f"not {scope!r}")
+
+
 def lease_ms(ttl_ms: int, waiter_lease_seconds: float | None) -> int:
     """A waiter's lease in ms: ``waiter_lease_seconds``, or by default
     WAITER_LEASE_SECONDS or the turn's ttl, whichever is shorter."""
@@ -226,9 +226,7 @@ async def acquire(conn: Connection, scope: str, scope_id: str, ttl_seconds: floa
             within its lease (the process was stopped or starved), or an
             admin evicted it.
     """
-    if scope not in TURN_SCOPES:
-        raise InvalidArgumentError(f"turns are taken in session and workflow scopes, "
-                                   f"not {scope!r}")
+    _turn_scope(scope)
     ttl_ms = _seconds("ttl_seconds", ttl_seconds)
     if wait_seconds is not None and (isinstance(wait_seconds, bool) or not isinstance(
             wait_seconds, int | float) or not 0 <= wait_seconds <= limits.MAX_TURN_MS / 1000):
@@ -315,17 +313,11 @@ async def evict(conn: Connection, scope: str, scope_id: str, waiter: str) -> boo
         InvalidArgumentError: another scope, or a bad id.
         PermissionDeniedError: this credential is no admin of the namespace.
     """
-    if scope not in TURN_SCOPES:
-        raise InvalidArgumentError(f"turns are taken in session and workflow scopes, "
-                                   f"not {scope!r}")
+    _turn_scope(scope)
     waiter = check.check_id("waiter", waiter)
-    try:
-        with refusals(K.config(conn.namespace)):
-            return await conn.functions.turn_evict(conn.namespace, scope, scope_id,
-                                                   conn.principal, waiter)
-    except PermissionDeniedError as exc:
-        raise PermissionDeniedError(f"evicting a waiter takes the admin role of namespace "
-                                    f"{conn.namespace}: {exc}") from None
+    with admin_only("evicting a waiter", conn.namespace):
+        return await conn.functions.turn_evict(conn.namespace, scope, scope_id, conn.principal,
+                                               waiter)
 
 
 async def states(client: Any, ns: str, scope: str | None = None, scope_id: str | None = None

@@ -151,13 +151,13 @@ def import_cmd(url: str | None, namespace: str | None, max_line_bytes: int | Non
             raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
 
         async def run() -> list[restore.ImportSummary]:
+            totals = []
             for target, part in sections:  # every line of every section checked first
                 async with RedisMemoryStore(url, namespace=target) as store:
-                    await restore.check_file(store, part, max_line_bytes)
+                    totals.append(await restore.check_file(store, part, max_line_bytes))
             done = []
-            for target, part in sections:
+            for (target, part), total in zip(sections, totals, strict=True):
                 async with RedisMemoryStore(url, namespace=target) as store:
-                    total = await restore.check_file(store, part, max_line_bytes)
                     with _progress(f"importing into {target}", total, as_json) as advance:
                         done.append(await restore.import_file(store, part, advance,
                                                               max_line_bytes))
