@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +40,7 @@ from .stats import scan_if_permitted
 
 _BATCH = 500
 KINDS: tuple[K.Kind, ...] = ("value", "vector")
-_DROP_CHECKPOINTS = 500
+_DROP_CHECKPOINTS = limits.MAX_EVENTS_PER_CALL
 
 
 def _client(mem: Memory) -> Any:
@@ -51,11 +52,26 @@ def _client(mem: Memory) -> Any:
 # threads
 
 
+async def drop_checkpoint_ids(mem: Memory, thread: str, encoded: str, ids: Sequence[str],
+                              token: str = "", keep_blobs: Sequence[str] | None = None) -> int:
+    """Delete checkpoints ``ids`` (and their writes) of ``thread``'s
+    checkpoint namespace ``encoded``, in calls of at most 500; with
+    ``keep_blobs``, the last call also deletes every other blob of that
+    namespace (it is made even for no ids). ``token``: the writer's turn
+    token in the thread's session ("" = none). The number deleted."""
+    deleted = 0
+    for first in range(0, max(len(ids), 1), _DROP_CHECKPOINTS):
+        last = first + _DROP_CHECKPOINTS >= len(ids)
+        deleted += await mem._conn.functions.checkpoint_drop(
+            mem.namespace, thread, encoded, mem.principal, token,
+            ids[first:first + _DROP_CHECKPOINTS], keep_blobs if last else None)
+    return deleted
+
+
 async def drop_checkpoints(mem: Memory, thread: str, token: str = "") -> int:
-    """Delete every LangGraph checkpoint, write and blob of ``thread``, in
-    calls of at most 500 checkpoints (a concurrent put may land between
-    two of them); the number of checkpoints deleted. ``token``: the
-    writer's turn token in the thread's session ("" = none)."""
+    """Delete every LangGraph checkpoint, write and blob of ``thread`` (a
+    concurrent put may land between two calls: it is deleted too); the
+    number of checkpoints deleted."""
     client, ns = _client(mem), mem.namespace
     deleted = 0
     for encoded in [n.decode() for n in await client.zrange(
@@ -63,11 +79,7 @@ async def drop_checkpoints(mem: Memory, thread: str, token: str = "") -> int:
         while ids := sorted({i.decode() for i in [
                 *await client.zrange(K.checkpoint_ids(ns, thread, encoded), 0, -1),
                 *await client.zrange(K.checkpoint_written(ns, thread, encoded), 0, -1)]}):
-            for first in range(0, len(ids), _DROP_CHECKPOINTS):
-                part = ids[first:first + _DROP_CHECKPOINTS]
-                last = first + _DROP_CHECKPOINTS >= len(ids)
-                deleted += await mem._conn.functions.checkpoint_drop(
-                    ns, thread, encoded, mem.principal, token, part, [] if last else None)
+            deleted += await drop_checkpoint_ids(mem, thread, encoded, ids, token, [])
     return deleted
 
 

@@ -39,8 +39,6 @@ from ._connections import Connections, Lifecycle
 
 _PAGE = 100
 """Checkpoints read per round trip by list."""
-_DROP = limits.MAX_EVENTS_PER_CALL
-"""Checkpoints one delete call removes at most."""
 
 
 class RedismemSaver(Lifecycle, BaseCheckpointSaver[str]):
@@ -253,14 +251,9 @@ class RedismemSaver(Lifecycle, BaseCheckpointSaver[str]):
 
     async def _drop(self, thread: str, cns: str, ids: Sequence[str],
                     keep_blobs: Sequence[str] | None = None) -> None:
-        memory = await self._memory()
-        for first in range(0, max(len(ids), 1), _DROP):
-            part = ids[first:first + _DROP]
-            last = first + _DROP >= len(ids)
-            await memory._conn.functions.checkpoint_drop(
-                self.namespace, thread, K.encode_part(cns), memory.principal,
-                turns.token_arg(self.namespace, "session", thread), part,
-                keep_blobs if last else None)
+        await lifecycle.drop_checkpoint_ids(
+            await self._memory(), thread, K.encode_part(cns), ids,
+            turns.token_arg(self.namespace, "session", thread), keep_blobs)
 
     async def _namespaces(self, thread: str) -> list[str]:
         client: Any = (await self._memory()).client
